@@ -1,0 +1,164 @@
+package leaseq
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// This file is the only place that begins, commits or rolls back a
+// transaction. Every write of the queue goes through writeTx, every read
+// through readRetry, so the pitfalls below are handled once.
+//
+// Why not db.BeginTx? database/sql cannot ask for BEGIN IMMEDIATE: the
+// modernc driver issues it only when the DSN says _txlock=immediate, and
+// leaseq must also be correct on a caller's own *sql.DB opened with a plain
+// DSN. A deferred BEGIN followed by a write is worse than slow: the
+// read-to-write lock upgrade returns SQLITE_BUSY at once, whatever the busy
+// timeout, because waiting could deadlock. So writeTx takes one connection
+// with db.Conn and runs BEGIN IMMEDIATE on it itself, which takes the
+// RESERVED lock before anything is read: selection and update can never be
+// split (SPEC rule 1).
+//
+// The price of db.Conn is that Conn.Close returns the connection to the pool
+// as it is, with a transaction still open if nobody rolled it back; the next
+// user of that connection would then silently run inside it and hold the
+// write lock forever. Every error path therefore ends in abort, which rolls
+// back and, if even that fails, throws the connection away.
+//
+// A context cancelled while a statement runs interrupts it, and SQLite then
+// rolls back the whole transaction on its own; later statements on the same
+// connection would autocommit one by one. writeTx checks the context after
+// the work function and never commits once it is done.
+//
+// SQLITE_BUSY is retried here, with a capped, jittered backoff, until the
+// caller's context ends: a plain-DSN *sql.DB has no busy timeout at all, and
+// one opened by Open gives up after its timeout even though the caller may be
+// willing to wait longer. The caller sees "database is locked" never, and its
+// context's error once it gives up.
+
+// execer is what the statements of a transaction run on (a *sql.Conn inside
+// writeTx, the *sql.DB for reads).
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// writeTx runs fn inside one BEGIN IMMEDIATE transaction and commits it,
+// retrying the whole transaction on SQLITE_BUSY. fn may run more than once,
+// so it must not have effects outside the transaction. On any error the
+// transaction is rolled back whole; once ctx is done the error is ctx's.
+func (q *Queue) writeTx(ctx context.Context, fn func(tx execer) error) error {
+	// Writers of one process take turns here rather than on SQLite's file
+	// lock: the file lock is polled with sleeps, this one hands over at once.
+	select {
+	case q.writer <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-q.writer }()
+	return retryBusy(ctx, func() error { return q.immediate(ctx, fn) })
+}
+
+// immediate is one try of writeTx.
+func (q *Queue) immediate(ctx context.Context, fn func(tx execer) error) error {
+	conn, err := q.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		// A BEGIN interrupted by ctx may still have taken effect.
+		return abort(conn, err)
+	}
+	err = fn(conn)
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err == nil {
+		// COMMIT runs on a context that cannot be cancelled. Interrupting a
+		// COMMIT leaves the caller unable to tell whether it took effect; a
+		// transaction that got this far should finish. Its wait for readers
+		// to leave is bounded by the busy timeout (none on a plain DSN, so
+		// BUSY comes back at once and retryBusy consults ctx).
+		_, err = conn.ExecContext(context.WithoutCancel(ctx), "COMMIT")
+	}
+	if err != nil {
+		return abort(conn, err)
+	}
+	return nil
+}
+
+// abort rolls back whatever transaction conn may hold and returns cause. If
+// the rollback itself fails for any reason but "no transaction is active"
+// (SQLite may already have rolled back on an interrupt or an I/O error), the
+// connection is discarded so that it never goes back to the pool inside a
+// transaction.
+func abort(conn *sql.Conn, cause error) error {
+	_, err := conn.ExecContext(context.Background(), "ROLLBACK")
+	if err != nil && !strings.Contains(err.Error(), "no transaction is active") {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
+	return cause
+}
+
+// readRetry runs a read, retrying SQLITE_BUSY: in rollback-journal mode a
+// reader is locked out while another connection commits.
+func (q *Queue) readRetry(ctx context.Context, fn func(db execer) error) error {
+	return retryBusy(ctx, func() error { return fn(q.db) })
+}
+
+// Backoff bounds for retryBusy. The cap is short because a commit here
+// holds the lock for a couple of milliseconds, not seconds.
+const (
+	busyDelayMin = 500 * time.Microsecond
+	busyDelayMax = 16 * time.Millisecond
+)
+
+// retryBusy runs op until it returns something other than SQLITE_BUSY or ctx
+// ends. Once ctx is done a failed op reports ctx's error, not the interrupt
+// or lock error it caused.
+func retryBusy(ctx context.Context, op func() error) error {
+	delay := busyDelayMin
+	for {
+		err := op()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !isBusy(err) {
+			return err
+		}
+		t := time.NewTimer(delay/2 + rand.N(delay))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		delay = min(2*delay, busyDelayMax)
+	}
+}
+
+// isBusy reports whether err is SQLITE_BUSY in any of its extended forms.
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
+// isCode reports whether err is SQLite's extended result code code, such as
+// sqlite3.SQLITE_CONSTRAINT_UNIQUE.
+func isCode(err error, code int) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code() == code
+}
