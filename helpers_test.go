@@ -148,3 +148,40 @@ func (f *fixture) dump() string {
 	}
 	return out
 }
+
+// snapshot prints every column of every row, so a test can show that a
+// rejected call changed nothing at all, not just the row it named.
+func (f *fixture) snapshot() string {
+	f.t.Helper()
+	rows, err := f.db.Query(`SELECT seq, id, qty, hex(payload), status, owner, token, attempts, max_attempts,
+		ifnull(lease_until, 'NULL'), ifnull(deadline, 'NULL'), reason, created_at, updated_at
+		FROM leaseq_jobs ORDER BY seq`)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer rows.Close()
+	out := ""
+	for rows.Next() {
+		var v [14]string
+		p := make([]any, len(v))
+		for i := range v {
+			p[i] = &v[i]
+		}
+		if err := rows.Scan(p...); err != nil {
+			f.t.Fatal(err)
+		}
+		out += fmt.Sprintln(v)
+	}
+	if err := rows.Err(); err != nil {
+		f.t.Fatal(err)
+	}
+	return out
+}
+
+// unchanged fails the test if the table differs from before.
+func (f *fixture) unchanged(before, what string) {
+	f.t.Helper()
+	if after := f.snapshot(); after != before {
+		f.t.Fatalf("%s changed the table:\n got\n%s want\n%s", what, after, before)
+	}
+}
