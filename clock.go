@@ -51,6 +51,9 @@ func (c *ManualClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
+// timeFormat is how instants appear in error messages.
+const timeFormat = time.RFC3339Nano
+
 // toMillis is the one place an instant becomes a stored value (SPEC rule 8):
 // integer Unix milliseconds, truncated, so that what is compared is what is
 // stored.

@@ -228,7 +228,7 @@ func (q *Queue) checkJob(j Job, now int64) error {
 	}
 	if !j.Deadline.IsZero() && toMillis(j.Deadline) <= now {
 		return invalid(op, j.ID, "deadline %s is not after now %s",
-			fromMillis(toMillis(j.Deadline)).Format(time.RFC3339Nano), fromMillis(now).Format(time.RFC3339Nano))
+			fromMillis(toMillis(j.Deadline)).Format(timeFormat), fromMillis(now).Format(timeFormat))
 	}
 	return nil
 }

@@ -719,3 +719,49 @@ func TestManualClock(t *testing.T) {
 		t.Fatalf("after 8 concurrent Advance(1ms): got %s, want +15ms", relMS(got))
 	}
 }
+
+// TestRequeue: a quarantined job leaves quarantine only when requeued, with
+// its attempts reset and its token kept.
+func TestRequeue(t *testing.T) {
+	t.Run("quarantined job is claimable again with the next token", func(t *testing.T) {
+		f := newFixture(t, leaseq.Options{})
+		f.enqueue(leaseq.Job{ID: "a", Qty: 2, MaxAttempts: 1})
+		f.mustClaim("A", time.Second)
+		f.at(1000).claim("B", time.Second) // quarantines a
+		if err := f.q.Requeue(f.ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		f.wantRow(leaseq.State{ID: "a", Qty: 2, Status: leaseq.StatusPending, Owner: "A", Token: 1, MaxAttempts: 1})
+		c := f.mustClaim("B", time.Second)
+		if c.Token != 2 || c.Attempt != 1 {
+			t.Fatalf("claim after requeue: got token %d attempt %d, want token 2 attempt 1", c.Token, c.Attempt)
+		}
+	})
+	for _, tc := range []struct {
+		name    string
+		prepare func(f *fixture)
+		want    error
+	}{
+		{"pending", func(f *fixture) {}, leaseq.ErrInvalid},
+		{"leased", func(f *fixture) { f.mustClaim("A", time.Second) }, leaseq.ErrInvalid},
+		{"done", func(f *fixture) { f.finish(f.mustClaim("A", time.Second)) }, leaseq.ErrInvalid},
+		{"deadline passed", func(f *fixture) { f.at(5000).claim("A", time.Second) }, leaseq.ErrInvalid},
+	} {
+		t.Run("refuses "+tc.name, func(t *testing.T) {
+			f := newFixture(t, leaseq.Options{})
+			f.enqueue(leaseq.Job{ID: "a", Deadline: ms(5000)})
+			tc.prepare(f)
+			before := f.snapshot()
+			if err := f.q.Requeue(f.ctx, "a"); !errors.Is(err, tc.want) {
+				t.Fatalf("Requeue: got %v, want %v; rows:\n%s", err, tc.want, f.dump())
+			}
+			f.unchanged(before, "refused Requeue")
+		})
+	}
+	t.Run("unknown ID", func(t *testing.T) {
+		f := newFixture(t, leaseq.Options{})
+		if err := f.q.Requeue(f.ctx, "nope"); !errors.Is(err, leaseq.ErrNotFound) {
+			t.Fatalf("Requeue of an unknown ID: got %v, want ErrNotFound", err)
+		}
+	})
+}
