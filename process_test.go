@@ -341,7 +341,7 @@ func TestSendRunsWithoutLock(t *testing.T) {
 // concurrently. No call returns an error, every job is claimed and finished
 // exactly once, and every row ends done.
 func TestPlainDSNGoroutinesDrain(t *testing.T) {
-	const workers, jobs = 8, 150
+	const workers, jobs = 8, 300
 	f := newFixture(t, leaseq.Options{})
 	for i := range jobs {
 		f.enqueue(leaseq.Job{ID: fmt.Sprintf("job-%03d", i), Qty: i})
