@@ -3,6 +3,7 @@ package leaseq
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 )
 
@@ -131,7 +132,9 @@ func (q *Queue) soloTx(ctx context.Context, fn func(ctx context.Context, tx exec
 // caller's context or return is tied to other callers' work.
 func (q *Queue) commitGroups() {
 	g := q.group
+	last := 0
 	for {
+		g.gather(last)
 		g.mu.Lock()
 		g.prune()
 		if len(g.waiting) == 0 {
@@ -140,14 +143,36 @@ func (q *Queue) commitGroups() {
 			return
 		}
 		g.mu.Unlock()
-		q.commitGroup()
+		last = q.commitGroup()
 	}
 }
 
-// commitGroup commits one group, retrying on SQLITE_BUSY. Between tries the
-// calls of the failed try are back in the list, where their callers may
-// leave; a retry takes whoever is still waiting.
-func (q *Queue) commitGroup() {
+// gatherYields bounds how often the committer yields while it gathers a
+// group: a few microseconds each, nothing next to a commit.
+const gatherYields = 32
+
+// gather lets the callers just answered run until as many calls wait as were
+// in the last group, or gatherYields yields have passed. Those callers
+// usually call again at once (a Claim is followed by a Finish); taking the
+// next group before they have would split it into two half-full commits.
+func (g *group) gather(want int) {
+	for range gatherYields {
+		runtime.Gosched()
+		g.mu.Lock()
+		g.prune()
+		n := len(g.waiting)
+		g.mu.Unlock()
+		if n >= want {
+			return
+		}
+	}
+}
+
+// commitGroup commits one group, retrying on SQLITE_BUSY, and returns how
+// many calls it answered. Between tries the calls of the failed try are back
+// in the list, where their callers may leave; a retry takes whoever is still
+// waiting.
+func (q *Queue) commitGroup() (answered int) {
 	g := q.group
 	ctx := context.Background() // see "Contexts" above
 	_ = retryBusy(ctx, func() error {
@@ -156,6 +181,7 @@ func (q *Queue) commitGroup() {
 			ops = g.take()
 			return runOps(ctx, tx, ops)
 		})
+		answered = len(ops)
 		switch {
 		case err == nil:
 			g.deliver(ops, nil)
@@ -170,6 +196,7 @@ func (q *Queue) commitGroup() {
 		}
 		return nil
 	})
+	return answered
 }
 
 // runOps runs the taken calls in order. A call whose context ended before its

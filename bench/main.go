@@ -207,6 +207,29 @@ func perSecond(g, total, per int, do func(i int)) float64 {
 	return float64(total*per) / time.Since(start).Seconds()
 }
 
+// interleaved measures two loops of one transaction per commit in
+// alternating chunks of chunk commits, total commits each, so that a disk
+// whose fsync time drifts during the run weighs on both alike. one runs one
+// commit per call, pair two (a Claim and a Finish). It returns commits per
+// second for each.
+func interleaved(total, chunk int, one, pair func()) (oneRate, pairRate float64) {
+	var tOne, tPair time.Duration
+	for done := 0; done < total; done += chunk {
+		start := time.Now()
+		for range chunk {
+			one()
+		}
+		tOne += time.Since(start)
+		start = time.Now()
+		for range chunk / 2 {
+			pair()
+		}
+		tPair += time.Since(start)
+	}
+	commits := float64((total + chunk - 1) / chunk * chunk)
+	return commits / tOne.Seconds(), commits / tPair.Seconds()
+}
+
 // seq names job i of a run, unique across rounds.
 var seq atomic.Int64
 
@@ -266,7 +289,8 @@ func receiveDelete(q *goqite.Queue) {
 
 func singleMode() {
 	const g = 16
-	nLq, nGq, nBare, nSolo := n(3000), n(600), n(1000), n(500)
+	nLq, nGq, nBare := n(3000), n(600), n(1000)
+	var bareRate, soloRate float64
 	lqCF := newLeaseq("single-leaseq-cf.db", "FULL", leaseq.Options{})
 	lqEnq := newLeaseq("single-leaseq-enq.db", "FULL", leaseq.Options{})
 	lqSolo := newLeaseq("single-leaseq-solo.db", "FULL", leaseq.Options{DisableGroupCommit: true})
@@ -274,7 +298,7 @@ func singleMode() {
 	gqSend, _ := newGoqite("single-goqite-send.db", "FULL")
 	b := newBare("single-bare.db", "FULL")
 	fillLeaseq(lqCF, nLq**rounds)
-	fillLeaseq(lqSolo, nSolo**rounds)
+	fillLeaseq(lqSolo, nBare/2**rounds+100)
 	fillGoqite(gqRD, gqRDdb, nGq**rounds)
 	ctx := context.Background()
 	runRounds("single: 16 goroutines, one job per call (synchronous=FULL)", []measure{
@@ -291,10 +315,11 @@ func singleMode() {
 			return perSecond(g, nGq, 1, func(int) { check(gqSend.Send(ctx, goqite.Message{Body: []byte("payload")})) })
 		}},
 		{"bare one-row UPDATE per transaction, 1 goroutine", "commits/s", func() float64 {
-			return perSecond(1, nBare, 1, func(int) { b.commit() })
+			bareRate, soloRate = interleaved(nBare, 20, b.commit, func() { claimFinish(lqSolo) })
+			return bareRate
 		}},
 		{"leaseq Claim, Finish: one per transaction, 1 goroutine", "commits/s", func() float64 {
-			return perSecond(1, nSolo, 2, func(int) { claimFinish(lqSolo) })
+			return soloRate // measured interleaved with the bare loop, just above
 		}},
 	}, []ratio{
 		{"leaseq C+F 16g / goqite R+D 16g", 0, 1, ">= 10"},
@@ -354,9 +379,9 @@ const (
 )
 
 func depthMode() {
-	claims := 200
+	claims := 100
 	ctx := context.Background()
-	fmt.Printf("\n(depth: building the queue shapes, synchronous=OFF ...)\n")
+	setup := time.Now()
 	lq := map[string]*leaseq.Queue{}
 	gq := map[string]*goqite.Queue{}
 	for _, shape := range []string{"small", "deep", "behind"} {
@@ -387,6 +412,7 @@ func depthMode() {
 		}
 	}
 	b := newBare("depth-bare.db", "OFF")
+	fmt.Printf("\n(depth: queue shapes built in %v)\n", time.Since(setup).Round(time.Second))
 	// Each timed claim is followed by an untimed enqueue, so the shapes stay
 	// as built however many rounds run.
 	lqClaim := func(q *leaseq.Queue) float64 {
