@@ -228,3 +228,36 @@ func TestClaimBatchQuarantinesAndCapsLease(t *testing.T) {
 		t.Fatalf("1500ms FinishBatch(capped, free): got %v, %v; want [false true] (capped's deadline is now)", oks, err)
 	}
 }
+
+// TestClaimBatchQuarantinesEndedLeases: of the leases that ended, the sweep
+// takes the ones with their attempts used up (from exactly lease_until on)
+// and the ones whose deadline passed; one with attempts left and no
+// deadline, or whose deadline is still ahead, is claimed again.
+func TestClaimBatchQuarantinesEndedLeases(t *testing.T) {
+	f := newFixture(t, leaseq.Options{})
+	f.enqueueBatch(
+		leaseq.Job{ID: "spent", MaxAttempts: 1},
+		leaseq.Job{ID: "late", Deadline: ms(1500)},
+		leaseq.Job{ID: "retry"},
+		leaseq.Job{ID: "retry-deadline", Deadline: ms(5000)},
+		leaseq.Job{ID: "spent-later", MaxAttempts: 1},
+	)
+	first := f.at(0).claimBatch("A", time.Second, 4) // all but spent-later, leases end at 1000
+	if len(first) != 4 {
+		t.Fatalf("0ms ClaimBatch: got %d claims, want 4", len(first))
+	}
+	if c := f.at(500).mustClaim("A", time.Second); c.ID != "spent-later" { // lease ends at 1500
+		t.Fatalf("500ms claim: got %q, want spent-later", c.ID)
+	}
+
+	cs := f.at(1500).claimBatch("B", time.Second, 10)
+	if len(cs) != 2 || cs[0].ID != "retry" || cs[1].ID != "retry-deadline" || cs[0].Token != 2 || cs[1].Token != 2 {
+		t.Fatalf("1500ms ClaimBatch: got %+v, want retry and retry-deadline with token 2; rows:\n%s", cs, f.dump())
+	}
+	f.wantRow(leaseq.State{ID: "spent", Status: leaseq.StatusQuarantined, Owner: "A", Token: 1, Attempts: 1, MaxAttempts: 1, LeaseUntil: ms(1000),
+		Reason: fmt.Sprintf("max attempts reached: 1 of 1, last lease ended at %d (unix ms)", ms(1000).UnixMilli())})
+	f.wantRow(leaseq.State{ID: "late", Status: leaseq.StatusQuarantined, Owner: "A", Token: 1, Attempts: 1, MaxAttempts: 3, LeaseUntil: ms(1000), Deadline: ms(1500),
+		Reason: fmt.Sprintf("deadline passed at %d (unix ms), 1 of 3 attempts used", ms(1500).UnixMilli())})
+	f.wantRow(leaseq.State{ID: "spent-later", Status: leaseq.StatusQuarantined, Owner: "A", Token: 1, Attempts: 1, MaxAttempts: 1, LeaseUntil: ms(1500),
+		Reason: fmt.Sprintf("max attempts reached: 1 of 1, last lease ended at %d (unix ms)", ms(1500).UnixMilli())})
+}

@@ -89,10 +89,14 @@ func checkLease(op, owner string, lease time.Duration) error {
 
 // quarantineSQL moves claimable jobs that could never be finished out of the
 // way before a token is issued (SPEC rule 6). Both statements are range scans
-// of partial indexes: expired leases (a prefix of leaseq_jobs_leased) and
-// pending jobs whose deadline passed (a prefix of
+// of partial indexes that hold only rows they may take: leases that ended
+// with their attempts used up or whose deadline passed (a prefix of
+// leaseq_jobs_doomed, whose key expression the first WHERE repeats word for
+// word), and pending jobs whose deadline passed (a prefix of
 // leaseq_jobs_pending_deadline). A leased job whose deadline passed always
-// has an expired lease, since no lease outlives its deadline. They are two
+// has an expired lease, since no lease outlives its deadline, which is why
+// the first statement's condition equals "lease ended, and attempts used up
+// or deadline passed". They are two
 // statements, not one script, so that a transaction can prepare each once
 // and run it for every claim in a group.
 var quarantineSQL = [...]string{`
@@ -102,8 +106,8 @@ SET status = 'quarantined', updated_at = ?1,
         THEN 'deadline passed at ' || deadline || ' (unix ms), ' || attempts || ' of ' || max_attempts || ' attempts used'
         ELSE 'max attempts reached: ' || attempts || ' of ' || max_attempts || ', last lease ended at ' || lease_until || ' (unix ms)'
     END
-WHERE status = 'leased' AND lease_until <= ?1
-  AND (attempts >= max_attempts OR (deadline IS NOT NULL AND deadline <= ?1))`, `
+WHERE status = 'leased' AND (attempts >= max_attempts OR deadline IS NOT NULL)
+  AND (CASE WHEN attempts >= max_attempts THEN lease_until ELSE deadline END) <= ?1`, `
 UPDATE leaseq_jobs
 SET status = 'quarantined', updated_at = ?1,
     reason = 'deadline passed at ' || deadline || ' (unix ms), ' || attempts || ' of ' || max_attempts || ' attempts used'

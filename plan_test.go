@@ -18,7 +18,7 @@ var planWants = []struct {
 	query   string
 	indexes []string
 }{
-	{"quarantine expired leases", quarantineSQL[0], []string{"leaseq_jobs_leased"}},
+	{"quarantine expired leases", quarantineSQL[0], []string{"leaseq_jobs_doomed"}},
 	{"quarantine passed deadlines", quarantineSQL[1], []string{"leaseq_jobs_pending_deadline"}},
 	{"claim", claimSQL, []string{"leaseq_jobs_pending", "leaseq_jobs_leased"}},
 	{"finish", finishSQL, []string{"sqlite_autoindex_leaseq_jobs_1"}},
@@ -87,7 +87,7 @@ func TestQueryPlansUsePartialIndexes(t *testing.T) {
 // TestQueryPlanCheckCatchesDroppedIndex makes sure the check above can fail:
 // with any one partial index dropped, some statement's plan is refused.
 func TestQueryPlanCheckCatchesDroppedIndex(t *testing.T) {
-	for _, ix := range []string{"leaseq_jobs_pending", "leaseq_jobs_leased", "leaseq_jobs_pending_deadline"} {
+	for _, ix := range []string{"leaseq_jobs_pending", "leaseq_jobs_leased", "leaseq_jobs_doomed", "leaseq_jobs_pending_deadline"} {
 		t.Run(ix, func(t *testing.T) {
 			db := newPlanDB(t)
 			if _, err := db.Exec("DROP INDEX " + ix); err != nil {

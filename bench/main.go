@@ -20,7 +20,8 @@
 //	        ClaimBatch+FinishBatch against goqite Send and Receive+Delete.
 //	depth   the median latency of one claim (leaseq Claim, goqite Receive) at
 //	        three queue shapes: 1,000 pending; 200,000 pending; 1,000 ready
-//	        behind 50,000 live leases.
+//	        behind 50,000 live leases; and, for leaseq, 1,000 pending beside
+//	        50,000 leases that ended with attempts left (a crashed fleet).
 //
 // Usage:
 //
@@ -384,10 +385,12 @@ func depthMode() {
 	setup := time.Now()
 	lq := map[string]*leaseq.Queue{}
 	gq := map[string]*goqite.Queue{}
-	for _, shape := range []string{"small", "deep", "behind"} {
+	for _, shape := range []string{"small", "deep", "behind", "expired"} {
 		lq[shape] = newLeaseq("depth-leaseq-"+shape+".db", "OFF", leaseq.Options{})
 		var db *sql.DB
-		gq[shape], db = newGoqite("depth-goqite-"+shape+".db", "OFF")
+		if shape != "expired" {
+			gq[shape], db = newGoqite("depth-goqite-"+shape+".db", "OFF")
+		}
 		switch shape {
 		case "small":
 			fillLeaseq(lq[shape], smallPending)
@@ -409,6 +412,16 @@ func depthMode() {
 			check(err)
 			time.Sleep(2 * time.Millisecond) // the ready ones are created later
 			fillGoqite(gq[shape], db, behindPending)
+		case "expired":
+			// Leases that ended with attempts left: claimable again, and
+			// not for the quarantine sweep, which must not walk them.
+			fillLeaseq(lq[shape], behindLeases)
+			for k := 0; k < behindLeases; k += 1000 {
+				_, err := lq[shape].ClaimBatch(ctx, "crashed", time.Millisecond, 1000)
+				check(err)
+			}
+			time.Sleep(2 * time.Millisecond)
+			fillLeaseq(lq[shape], behindPending)
 		}
 	}
 	b := newBare("depth-bare.db", "OFF")
@@ -437,6 +450,7 @@ func depthMode() {
 		{"leaseq Claim, 1,000 pending", "µs", func() float64 { return lqClaim(lq["small"]) }},
 		{"leaseq Claim, 200,000 pending", "µs", func() float64 { return lqClaim(lq["deep"]) }},
 		{"leaseq Claim, 1,000 ready behind 50,000 live leases", "µs", func() float64 { return lqClaim(lq["behind"]) }},
+		{"leaseq Claim, 1,000 pending + 50,000 expired leases", "µs", func() float64 { return lqClaim(lq["expired"]) }},
 		{"goqite Receive, 1,000 pending", "µs", func() float64 { return gqReceive(gq["small"]) }},
 		{"goqite Receive, 200,000 pending", "µs", func() float64 { return gqReceive(gq["deep"]) }},
 		{"goqite Receive, 1,000 ready behind 50,000 live leases", "µs", func() float64 { return gqReceive(gq["behind"]) }},
@@ -444,8 +458,9 @@ func depthMode() {
 	}, []ratio{
 		{"leaseq 200k pending / 1k", 1, 0, "<= 1.5"},
 		{"leaseq behind 50k live leases / 1k", 2, 0, "<= 1.5"},
-		{"goqite 200k pending / 1k", 4, 3, "-"},
-		{"goqite behind 50k live leases / 1k", 5, 3, "-"},
+		{"leaseq with 50k expired leases / 1k", 3, 0, "-"},
+		{"goqite 200k pending / 1k", 5, 4, "-"},
+		{"goqite behind 50k live leases / 1k", 6, 4, "-"},
 	})
 }
 
