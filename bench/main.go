@@ -415,13 +415,20 @@ func depthMode() {
 		case "expired":
 			// Leases that ended with attempts left: claimable again, and
 			// not for the quarantine sweep, which must not walk them.
+			// The lease outlasts the claiming, so that no batch takes back
+			// a lease an earlier batch left.
+			const lease = 5 * time.Second
 			fillLeaseq(lq[shape], behindLeases)
+			ended := time.Now().Add(lease)
 			for k := 0; k < behindLeases; k += 1000 {
-				_, err := lq[shape].ClaimBatch(ctx, "crashed", time.Millisecond, 1000)
+				cs, err := lq[shape].ClaimBatch(ctx, "crashed", lease, 1000)
 				check(err)
+				if len(cs) != 1000 || cs[0].Attempt != 1 {
+					log.Fatalf("expired shape: claimed %d, first attempt %d; want 1000 first claims", len(cs), cs[0].Attempt)
+				}
 			}
-			time.Sleep(2 * time.Millisecond)
 			fillLeaseq(lq[shape], behindPending)
+			time.Sleep(time.Until(ended) + 10*time.Millisecond)
 		}
 	}
 	b := newBare("depth-bare.db", "OFF")
