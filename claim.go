@@ -96,9 +96,8 @@ func checkLease(op, owner string, lease time.Duration) error {
 // leaseq_jobs_pending_deadline). A leased job whose deadline passed always
 // has an expired lease, since no lease outlives its deadline, which is why
 // the first statement's condition equals "lease ended, and attempts used up
-// or deadline passed". They are two
-// statements, not one script, so that a transaction can prepare each once
-// and run it for every claim in a group.
+// or deadline passed". They are two statements, not one script, so that a
+// transaction can prepare each once and run it for every claim in a group.
 var quarantineSQL = [...]string{`
 UPDATE leaseq_jobs
 SET status = 'quarantined', updated_at = ?1,
