@@ -28,8 +28,8 @@ func (f *fixture) claimBatch(owner string, lease time.Duration, max int) []lease
 	return cs
 }
 
-// wantAbsent fails the test unless no job id is in the queue.
-func (f *fixture) wantAbsent(ids ...string) {
+// wantNotWritten fails the test unless no job id is in the queue.
+func (f *fixture) wantNotWritten(ids ...string) {
 	f.t.Helper()
 	for _, id := range ids {
 		if s, err := f.q.Get(f.ctx, id); !errors.Is(err, leaseq.ErrNotFound) {
@@ -38,9 +38,9 @@ func (f *fixture) wantAbsent(ids ...string) {
 	}
 }
 
-// wantErr fails the test unless err wraps target and its text holds every
+// wantErrSays fails the test unless err wraps target and its text holds every
 // part.
-func wantErr(t *testing.T, err, target error, parts ...string) {
+func wantErrSays(t *testing.T, err, target error, parts ...string) {
 	t.Helper()
 	if !errors.Is(err, target) {
 		t.Fatalf("got error %v, want one wrapping %v", err, target)
@@ -82,8 +82,8 @@ func TestEnqueueBatchInvalidJobWritesNothing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, leaseq.Options{MaxPayload: 10})
 			err := f.q.EnqueueBatch(f.ctx, []leaseq.Job{{ID: "ok-0"}, tc.bad, {ID: "ok-2"}})
-			wantErr(t, err, leaseq.ErrInvalid, tc.parts...)
-			f.wantAbsent("ok-0", "ok-2", "x")
+			wantErrSays(t, err, leaseq.ErrInvalid, tc.parts...)
+			f.wantNotWritten("ok-0", "ok-2", "x")
 		})
 	}
 }
@@ -91,8 +91,8 @@ func TestEnqueueBatchInvalidJobWritesNothing(t *testing.T) {
 func TestEnqueueBatchDuplicateInBatchWritesNothing(t *testing.T) {
 	f := newFixture(t, leaseq.Options{})
 	err := f.q.EnqueueBatch(f.ctx, []leaseq.Job{{ID: "a"}, {ID: "b"}, {ID: "a", Qty: 9}})
-	wantErr(t, err, leaseq.ErrDuplicate, `jobs[2] "a"`, "jobs[0]")
-	f.wantAbsent("a", "b")
+	wantErrSays(t, err, leaseq.ErrDuplicate, `jobs[2] "a"`, "jobs[0]")
+	f.wantNotWritten("a", "b")
 }
 
 func TestEnqueueBatchDuplicateInStoreWritesNothing(t *testing.T) {
@@ -100,8 +100,8 @@ func TestEnqueueBatchDuplicateInStoreWritesNothing(t *testing.T) {
 	f.enqueue(leaseq.Job{ID: "b", Qty: 7})
 	f.finish(f.mustClaim("A", time.Second))
 	err := f.q.EnqueueBatch(f.ctx, []leaseq.Job{{ID: "a"}, {ID: "b", Qty: 1}, {ID: "c"}})
-	wantErr(t, err, leaseq.ErrDuplicate, `jobs[1] "b"`)
-	f.wantAbsent("a", "c")
+	wantErrSays(t, err, leaseq.ErrDuplicate, `jobs[1] "b"`)
+	f.wantNotWritten("a", "c")
 	f.wantRow(leaseq.State{ID: "b", Qty: 7, Status: leaseq.StatusDone, Owner: "A", Token: 1, Attempts: 1, MaxAttempts: 3, LeaseUntil: ms(1000)})
 }
 
@@ -162,7 +162,7 @@ func TestFinishBatchInvalidClaimWritesNothing(t *testing.T) {
 	f.enqueue(leaseq.Job{ID: "a"})
 	a := f.mustClaim("A", time.Second)
 	_, err := f.q.FinishBatch(f.ctx, []leaseq.Claim{a, {ID: "b", Owner: "A"}})
-	wantErr(t, err, leaseq.ErrInvalid, `claims[1] "b"`, "token 0")
+	wantErrSays(t, err, leaseq.ErrInvalid, `claims[1] "b"`, "token 0")
 	f.wantRow(leaseq.State{ID: "a", Status: leaseq.StatusLeased, Owner: "A", Token: 1, Attempts: 1, MaxAttempts: 3, LeaseUntil: ms(1000)})
 	if oks, err := f.q.FinishBatch(f.ctx, nil); err != nil || len(oks) != 0 {
 		t.Fatalf("FinishBatch(nil): got %v, %v; want empty, nil", oks, err)
@@ -192,7 +192,7 @@ func TestClaimBatchInvalidArguments(t *testing.T) {
 		{"A", 0, 1, "lease 0s"},
 	} {
 		_, err := f.q.ClaimBatch(f.ctx, tc.owner, tc.lease, tc.max)
-		wantErr(t, err, leaseq.ErrInvalid, tc.part)
+		wantErrSays(t, err, leaseq.ErrInvalid, tc.part)
 	}
 	f.wantRow(leaseq.State{ID: "a", Status: leaseq.StatusPending, MaxAttempts: 3})
 }

@@ -38,14 +38,17 @@ import (
 // at each caller's context only between statements. A caller whose context
 // ends while its call is still in the list (this includes the time the
 // committer waits for the file lock, since calls are taken from the list
-// only once BEGIN IMMEDIATE has succeeded) leaves the list and gets its
-// context's error; nothing of it was written. Once the committer has taken
-// the call into a running transaction, the caller waits for that
-// transaction's outcome, which is at most maxGroupOps short statements and
-// one COMMIT away: a call that ran and committed reports its real result
-// rather than an error that would hide a write. A call whose context ended
-// after it was taken but before its turn is skipped and gets the context's
-// error.
+// only once BEGIN IMMEDIATE has succeeded) leaves the list at once and gets
+// its context's error; nothing of it was written. Once the committer has
+// taken the call into a running transaction, the caller waits for that
+// transaction's end, at most maxGroupOps short statements and one COMMIT
+// away, and the rule is writeTx's: a call whose context ended before COMMIT
+// is not committed. If it had not run yet it is skipped; if it had, its
+// statements cannot be undone alone, so the transaction is rolled back
+// whole and the other calls run again in the next one (errRegroup). Either
+// way the caller gets its context's error and nothing of its call was
+// written. A context that ends during COMMIT is too late, as in writeTx: the
+// call committed and reports its result.
 //
 // Other processes. The committer holds the write lock for one bounded
 // transaction at a time and takes it again like any other writer, so other
@@ -65,6 +68,7 @@ type groupOp struct {
 	run   func(ctx context.Context, tx execer) error
 	state opState // guarded by group.mu
 	err   error   // the call's outcome, set before done is closed
+	ran   bool    // run was called in the current transaction
 	done  chan struct{}
 }
 
@@ -179,12 +183,20 @@ func (q *Queue) commitGroup() (answered int) {
 		var ops []*groupOp
 		err := q.writeTxOnce(ctx, func(tx execer) error {
 			ops = g.take()
-			return runOps(ctx, tx, ops)
+			if err := runOps(ctx, tx, ops); err != nil {
+				return err
+			}
+			if cancelledAfterRunning(ops) {
+				return errRegroup
+			}
+			return nil
 		})
 		answered = len(ops)
 		switch {
 		case err == nil:
 			g.deliver(ops, nil)
+		case errors.Is(err, errRegroup):
+			g.requeue(ops) // at once: the lock is free, nobody to wait for
 		case isBusy(err):
 			g.requeue(ops)
 			if !g.hasWaiting() {
@@ -199,6 +211,24 @@ func (q *Queue) commitGroup() (answered int) {
 	return answered
 }
 
+// errRegroup ends a shared transaction in which a call ran whose context
+// has since ended. That call must not commit, as it would not alone (writeTx
+// never commits once its context is done), but its statements cannot be
+// taken back on their own: the transaction is rolled back whole and the
+// other calls run again in the next one.
+var errRegroup = errors.New("leaseq: a caller left the group; running it again without")
+
+// cancelledAfterRunning reports whether a call that ran in this transaction
+// has a context that ended since.
+func cancelledAfterRunning(ops []*groupOp) bool {
+	for _, op := range ops {
+		if op.ran && op.ctx.Err() != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // runOps runs the taken calls in order. A call whose context ended before its
 // turn is skipped. ErrDuplicate is the call's own outcome; any other error
 // ends the transaction.
@@ -208,6 +238,7 @@ func runOps(ctx context.Context, tx execer, ops []*groupOp) error {
 			op.err = err
 			continue
 		}
+		op.ran = true
 		op.err = op.run(ctx, tx)
 		if op.err != nil && !errors.Is(op.err, ErrDuplicate) {
 			return op.err
@@ -233,17 +264,26 @@ func (g *group) take() []*groupOp {
 }
 
 // requeue puts the calls of a transaction that did not commit back at the
-// head of the list, in their order, where their callers may leave.
+// head of the list, in their order, where their callers may leave. A call
+// whose context already ended is answered with its context's error instead:
+// its caller may be blocked waiting for it, and nothing of it was written.
 func (g *group) requeue(ops []*groupOp) {
 	if len(ops) == 0 {
 		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	back := make([]*groupOp, 0, len(ops))
 	for _, op := range ops {
-		op.state, op.err = opWaiting, nil
+		if err := op.ctx.Err(); err != nil {
+			op.err, op.state = err, opLeft
+			close(op.done)
+			continue
+		}
+		op.state, op.err, op.ran = opWaiting, nil, false
+		back = append(back, op)
 	}
-	g.waiting = append(ops[:len(ops):len(ops)], g.waiting...)
+	g.waiting = append(back, g.waiting...)
 }
 
 // deliver hands every call of a finished transaction its outcome: its own

@@ -12,10 +12,10 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
-// holdWriteLock takes the database's write lock from a connection of its
+// lockFromOutside takes the database's write lock from a connection of its
 // own, as another process would, and returns the function that releases it.
 // Calls made meanwhile pile up in the group-commit list.
-func (f *fixture) holdWriteLock() (release func()) {
+func (f *fixture) lockFromOutside() (release func()) {
 	f.t.Helper()
 	other, err := leaseq.Open(f.path)
 	if err != nil {
@@ -42,9 +42,9 @@ func (f *fixture) holdWriteLock() (release func()) {
 	return release
 }
 
-// waitForCalls waits until n calls are in the group-commit list. It waits
+// waitForGroupedCalls waits until n calls are in the group-commit list. It waits
 // for goroutines to get there, not for time to pass on the queue's clock.
-func (f *fixture) waitForCalls(n int) {
+func (f *fixture) waitForGroupedCalls(n int) {
 	f.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for f.q.WaitingCalls() < n {
@@ -62,7 +62,7 @@ func (f *fixture) waitForCalls(n int) {
 func TestGroupCommitDuplicateFailsOnlyItsCaller(t *testing.T) {
 	f := newFixture(t, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "stored", Qty: 1})
-	release := f.holdWriteLock()
+	release := f.lockFromOutside()
 
 	ids := []string{"j0", "stored", "j1", "twin", "j2", "twin", "stored", "j3"}
 	errs := make([]error, len(ids))
@@ -74,7 +74,7 @@ func TestGroupCommitDuplicateFailsOnlyItsCaller(t *testing.T) {
 			errs[i] = f.q.Enqueue(f.ctx, leaseq.Job{ID: id, Qty: 2})
 		}()
 	}
-	f.waitForCalls(len(ids)) // all in one group: len(ids) <= MaxGroupOps
+	f.waitForGroupedCalls(len(ids)) // all in one group: len(ids) <= MaxGroupOps
 	release()
 	wg.Wait()
 
@@ -109,7 +109,7 @@ func TestGroupCommitDuplicateFailsOnlyItsCaller(t *testing.T) {
 // others commit, and nothing of the cancelled call is written.
 func TestGroupCommitCancelledCallerLeaves(t *testing.T) {
 	f := newFixture(t, leaseq.Options{})
-	release := f.holdWriteLock()
+	release := f.lockFromOutside()
 
 	ctx, cancel := context.WithCancel(f.ctx)
 	cancelled := make(chan error, 1)
@@ -123,7 +123,7 @@ func TestGroupCommitCancelledCallerLeaves(t *testing.T) {
 			errs[i] = f.q.Enqueue(f.ctx, leaseq.Job{ID: fmt.Sprintf("kept-%d", i)})
 		}()
 	}
-	f.waitForCalls(len(errs) + 1)
+	f.waitForGroupedCalls(len(errs) + 1)
 	cancel()
 	// The lock is still held: the cancelled caller must not wait for it.
 	if err := <-cancelled; !errors.Is(err, context.Canceled) {
@@ -137,7 +137,71 @@ func TestGroupCommitCancelledCallerLeaves(t *testing.T) {
 		}
 		f.wantRow(leaseq.State{ID: fmt.Sprintf("kept-%d", i), Status: leaseq.StatusPending, MaxAttempts: 3})
 	}
-	f.wantAbsent("gone")
+	f.wantNotWritten("gone")
+}
+
+// armedClock is a ManualClock that runs arm, once, the next time it is
+// read: a way to act at the moment a call's statements run.
+type armedClock struct {
+	*leaseq.ManualClock
+	mu  sync.Mutex
+	arm func()
+}
+
+func (c *armedClock) Now() time.Time {
+	c.mu.Lock()
+	f := c.arm
+	c.arm = nil
+	c.mu.Unlock()
+	if f != nil {
+		f()
+	}
+	return c.ManualClock.Now()
+}
+
+// TestGroupCommitCallerCancelledAfterRunning: a call whose context ends
+// after its statements ran in a shared transaction is not committed, as it
+// would not be alone; the other calls of the group commit without it.
+func TestGroupCommitCallerCancelledAfterRunning(t *testing.T) {
+	clock := &armedClock{ManualClock: leaseq.NewManualClock(t0)}
+	f := newFixture(t, leaseq.Options{Clock: clock})
+	f.clock = clock.ManualClock
+	f.enqueueBatch(leaseq.Job{ID: "a"}, leaseq.Job{ID: "b"})
+	release := f.lockFromOutside()
+
+	ctx, cancel := context.WithCancel(f.ctx)
+	defer cancel()
+	gone := make(chan error, 1)
+	go func() {
+		_, _, err := f.q.Claim(ctx, "X", time.Second)
+		gone <- err
+	}()
+	f.waitForGroupedCalls(1) // X's claim runs first in the group
+	var wg sync.WaitGroup
+	var kept leaseq.Claim
+	var keptErr, enqErr error
+	wg.Add(2)
+	go func() { defer wg.Done(); kept, _, keptErr = f.q.Claim(f.ctx, "Y", time.Second) }()
+	go func() { defer wg.Done(); enqErr = f.q.Enqueue(f.ctx, leaseq.Job{ID: "c"}) }()
+	f.waitForGroupedCalls(3)
+	clock.mu.Lock()
+	clock.arm = cancel // X's claim reads the clock under the lock: cancel it then
+	clock.mu.Unlock()
+	release()
+	wg.Wait()
+
+	if err := <-gone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Claim cancelled while its statements ran: got %v, want context.Canceled", err)
+	}
+	if keptErr != nil || enqErr != nil {
+		t.Fatalf("the other calls of the group: Claim %v, Enqueue %v; want both nil", keptErr, enqErr)
+	}
+	if kept.ID != "a" || kept.Token != 1 || kept.Owner != "Y" {
+		t.Fatalf("Y's claim: got %+v, want a with token 1 (X's claim of a was not committed)", kept)
+	}
+	f.wantRow(leaseq.State{ID: "a", Status: leaseq.StatusLeased, Owner: "Y", Token: 1, Attempts: 1, MaxAttempts: 3, LeaseUntil: ms(1000)})
+	f.wantRow(leaseq.State{ID: "b", Status: leaseq.StatusPending, MaxAttempts: 3})
+	f.wantRow(leaseq.State{ID: "c", Status: leaseq.StatusPending, MaxAttempts: 3})
 }
 
 // TestGroupCommitFencesEachCall: Finishes of a stale and a current claim of
@@ -152,7 +216,7 @@ func TestGroupCommitFencesEachCall(t *testing.T) {
 		t.Fatalf("1000ms claim: got %+v, want a with token 2", fresh)
 	}
 	f.at(1001)
-	release := f.holdWriteLock()
+	release := f.lockFromOutside()
 
 	var wg sync.WaitGroup
 	finished := make([]bool, 2)
@@ -176,7 +240,7 @@ func TestGroupCommitFencesEachCall(t *testing.T) {
 			errs <- err
 		}()
 	}
-	f.waitForCalls(4)
+	f.waitForGroupedCalls(4)
 	release()
 	wg.Wait()
 	close(claims)
@@ -213,7 +277,7 @@ func TestGroupCommitFailureReachesEveryCall(t *testing.T) {
 		BEGIN SELECT RAISE(ABORT, 'boom refused'); END`); err != nil {
 		t.Fatal(err)
 	}
-	release := f.holdWriteLock()
+	release := f.lockFromOutside()
 	ids := []string{"first", "boom", "last"}
 	errs := make([]error, len(ids))
 	var wg sync.WaitGroup
@@ -224,7 +288,7 @@ func TestGroupCommitFailureReachesEveryCall(t *testing.T) {
 			errs[i] = f.q.Enqueue(f.ctx, leaseq.Job{ID: id})
 		}()
 	}
-	f.waitForCalls(len(ids))
+	f.waitForGroupedCalls(len(ids))
 	release()
 	wg.Wait()
 	for i, err := range errs {
@@ -232,7 +296,7 @@ func TestGroupCommitFailureReachesEveryCall(t *testing.T) {
 			t.Errorf("Enqueue(%q) in the failed group: got %v, want the transaction's error", ids[i], err)
 		}
 	}
-	f.wantAbsent(ids...)
+	f.wantNotWritten(ids...)
 	f.enqueue(leaseq.Job{ID: "after"}) // the queue still works
 }
 
@@ -241,7 +305,7 @@ func TestGroupCommitFailureReachesEveryCall(t *testing.T) {
 func TestGroupCommitBoundedGroups(t *testing.T) {
 	f := newFixture(t, leaseq.Options{})
 	n := leaseq.MaxGroupOps + 10
-	release := f.holdWriteLock()
+	release := f.lockFromOutside()
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := range n {
@@ -251,7 +315,7 @@ func TestGroupCommitBoundedGroups(t *testing.T) {
 			errs[i] = f.q.Enqueue(f.ctx, leaseq.Job{ID: fmt.Sprintf("j%d", i), Qty: i})
 		}()
 	}
-	f.waitForCalls(n)
+	f.waitForGroupedCalls(n)
 	release()
 	wg.Wait()
 	for i, err := range errs {
