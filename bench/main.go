@@ -65,6 +65,8 @@ var (
 func main() {
 	flag.Parse()
 	log.SetFlags(0)
+	start := time.Now()
+	defer func() { fmt.Printf("\n(total %v)\n", time.Since(start).Round(time.Second)) }()
 	if *dir == "" {
 		d, err := os.MkdirTemp("", "leaseq-bench-")
 		check(err)
@@ -290,7 +292,7 @@ func receiveDelete(q *goqite.Queue) {
 
 func singleMode() {
 	const g = 16
-	nLq, nGq, nBare := n(3000), n(600), n(1000)
+	nLq, nGq, nBare := n(3000), n(400), n(400)
 	var bareRate, soloRate float64
 	lqCF := newLeaseq("single-leaseq-cf.db", "FULL", leaseq.Options{})
 	lqEnq := newLeaseq("single-leaseq-enq.db", "FULL", leaseq.Options{})
@@ -331,7 +333,7 @@ func singleMode() {
 
 func batchMode() {
 	const size = 100
-	nLq, nGq, nBare := n(5000), n(500), n(1000)
+	nLq, nGq, nBare := n(5000), n(300), n(300)
 	lqEnq := newLeaseq("batch-leaseq-enq.db", "FULL", leaseq.Options{})
 	lqCF := newLeaseq("batch-leaseq-cf.db", "FULL", leaseq.Options{})
 	gqRD, gqRDdb := newGoqite("batch-goqite-rd.db", "FULL")
