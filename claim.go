@@ -46,20 +46,25 @@ type Claim struct {
 // non-empty name of at most MaxIDLen bytes; lease is truncated to the
 // millisecond and must be at least one. Claim holds no lock once it returns.
 func (q *Queue) Claim(ctx context.Context, owner string, lease time.Duration) (Claim, bool, error) {
-	cs, err := q.claimN(ctx, "claim", owner, lease, 1)
+	cs, err := q.claimN(ctx, "claim", owner, lease, 1, q.groupTx)
 	if err != nil || len(cs) == 0 {
 		return Claim{}, false, err
 	}
 	return cs[0], true, nil
 }
 
-// claimN claims up to max jobs in one transaction.
-func (q *Queue) claimN(ctx context.Context, op, owner string, lease time.Duration, max int) ([]Claim, error) {
+// txRunner is how a call gets its write transaction: groupTx for single
+// calls, which may share one, or soloTx for batch calls, which are a group
+// already.
+type txRunner func(ctx context.Context, fn func(ctx context.Context, tx execer) error) error
+
+// claimN claims up to max jobs in one transaction run by runTx.
+func (q *Queue) claimN(ctx context.Context, op, owner string, lease time.Duration, max int, runTx txRunner) ([]Claim, error) {
 	if err := checkLease(op, owner, lease); err != nil {
 		return nil, err
 	}
 	var cs []Claim
-	err := q.writeTx(ctx, func(tx execer) error {
+	err := runTx(ctx, func(ctx context.Context, tx execer) error {
 		var err error
 		cs, err = q.claimTx(ctx, tx, owner, lease, max)
 		return err
@@ -84,23 +89,28 @@ func checkLease(op, owner string, lease time.Duration) error {
 
 // quarantineSQL moves claimable jobs that could never be finished out of the
 // way before a token is issued (SPEC rule 6). Both statements are range scans
-// of partial indexes: expired leases (a prefix of leaseq_jobs_leased) and
-// pending jobs whose deadline passed (a prefix of
+// of partial indexes that hold only rows they may take: leases that ended
+// with their attempts used up or whose deadline passed (a prefix of
+// leaseq_jobs_doomed, whose key expression the first WHERE repeats word for
+// word), and pending jobs whose deadline passed (a prefix of
 // leaseq_jobs_pending_deadline). A leased job whose deadline passed always
-// has an expired lease, since no lease outlives its deadline.
-const quarantineSQL = `
+// has an expired lease, since no lease outlives its deadline, which is why
+// the first statement's condition equals "lease ended, and attempts used up
+// or deadline passed". They are two statements, not one script, so that a
+// transaction can prepare each once and run it for every claim in a group.
+var quarantineSQL = [...]string{`
 UPDATE leaseq_jobs
 SET status = 'quarantined', updated_at = ?1,
     reason = CASE WHEN deadline IS NOT NULL AND deadline <= ?1
         THEN 'deadline passed at ' || deadline || ' (unix ms), ' || attempts || ' of ' || max_attempts || ' attempts used'
         ELSE 'max attempts reached: ' || attempts || ' of ' || max_attempts || ', last lease ended at ' || lease_until || ' (unix ms)'
     END
-WHERE status = 'leased' AND lease_until <= ?1
-  AND (attempts >= max_attempts OR (deadline IS NOT NULL AND deadline <= ?1));
+WHERE status = 'leased' AND (attempts >= max_attempts OR deadline IS NOT NULL)
+  AND (CASE WHEN attempts >= max_attempts THEN lease_until ELSE deadline END) <= ?1`, `
 UPDATE leaseq_jobs
 SET status = 'quarantined', updated_at = ?1,
     reason = 'deadline passed at ' || deadline || ' (unix ms), ' || attempts || ' of ' || max_attempts || ' attempts used'
-WHERE status = 'pending' AND deadline IS NOT NULL AND deadline <= ?1`
+WHERE status = 'pending' AND deadline IS NOT NULL AND deadline <= ?1`}
 
 // claimSQL picks up to ?4 claimable jobs in enqueue order and leases them,
 // in one statement. The candidates are the first ?4 pending jobs (from
@@ -126,8 +136,10 @@ RETURNING seq, id, qty, payload, token, attempts, lease_until, deadline`
 // lock does not start its lease in the past.
 func (q *Queue) claimTx(ctx context.Context, tx execer, owner string, lease time.Duration, max int) ([]Claim, error) {
 	now := q.now()
-	if _, err := tx.ExecContext(ctx, quarantineSQL, now); err != nil {
-		return nil, err
+	for _, sweep := range quarantineSQL {
+		if _, err := tx.ExecContext(ctx, sweep, now); err != nil {
+			return nil, err
+		}
 	}
 	rows, err := tx.QueryContext(ctx, claimSQL, owner, now, now+lease.Milliseconds(), max)
 	if err != nil {

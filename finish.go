@@ -27,9 +27,9 @@ func (q *Queue) Finish(ctx context.Context, c Claim) (bool, error) {
 		return false, err
 	}
 	var ok bool
-	err := q.writeTx(ctx, func(tx execer) error {
+	err := q.groupTx(ctx, func(ctx context.Context, tx execer) error {
 		var err error
-		ok, err = q.finishTx(ctx, tx, c)
+		ok, err = q.finishTx(ctx, tx, c, q.now())
 		return err
 	})
 	if err != nil {
@@ -40,20 +40,29 @@ func (q *Queue) Finish(ctx context.Context, c Claim) (bool, error) {
 
 // checkClaim refuses a Claim that no Claim call could have returned.
 func checkClaim(c Claim) error {
-	switch {
-	case c.ID == "":
-		return invalid("finish", c.ID, "claim has an empty ID")
-	case c.Owner == "":
-		return invalid("finish", c.ID, "claim has an empty owner")
-	case c.Token <= 0:
-		return invalid("finish", c.ID, "claim token %d is not positive", c.Token)
+	if why := claimProblem(c); why != "" {
+		return invalid("finish", c.ID, "%s", why)
 	}
 	return nil
 }
 
-// finishTx runs the fence for one claim and reports whether it matched.
-func (q *Queue) finishTx(ctx context.Context, tx execer, c Claim) (bool, error) {
-	res, err := tx.ExecContext(ctx, finishSQL, c.ID, c.Owner, c.Token, q.now())
+// claimProblem says why c cannot be a claim, or returns "" if it can be.
+func claimProblem(c Claim) string {
+	switch {
+	case c.ID == "":
+		return "claim has an empty ID"
+	case c.Owner == "":
+		return "claim has an empty owner"
+	case c.Token <= 0:
+		return fmt.Sprintf("claim token %d is not positive", c.Token)
+	}
+	return ""
+}
+
+// finishTx runs the fence for one claim at time now and reports whether it
+// matched.
+func (q *Queue) finishTx(ctx context.Context, tx execer, c Claim, now int64) (bool, error) {
+	res, err := tx.ExecContext(ctx, finishSQL, c.ID, c.Owner, c.Token, now)
 	if err != nil {
 		return false, err
 	}

@@ -52,6 +52,19 @@ type Options struct {
 	MaxAttempts int
 	// MaxPayload is the payload limit in bytes; 0 means MaxPayloadDefault.
 	MaxPayload int
+	// DisableGroupCommit makes every Enqueue, Claim and Finish commit a
+	// transaction of its own. By default (false) calls that arrive while
+	// another is being written are gathered into one shared transaction of
+	// at most 128 calls with a single commit: a commit costs about the same
+	// for one job as for a hundred, so many goroutines together get many
+	// times the throughput. The price is latency for the single call: it may
+	// wait for the transaction in progress to commit before its own group
+	// starts, and then for up to 127 other calls' statements in its group,
+	// so under load one call can take about two commits (some 3 ms where a
+	// commit costs 1.4 ms) plus its group's statements, instead of one
+	// commit. A lone caller pays only a goroutine hand-off. Turn it off if
+	// single-call latency matters more than throughput.
+	DisableGroupCommit bool
 }
 
 // Queue is a lease queue in one SQLite database. It is safe for concurrent
@@ -65,6 +78,9 @@ type Queue struct {
 	// writer lets one write transaction of this Queue run at a time; see
 	// writeTx.
 	writer chan struct{}
+	// group gathers concurrent single calls into shared transactions; nil
+	// when Options.DisableGroupCommit is set. See group.go.
+	group *group
 }
 
 // Status is where a job is in its life.
@@ -174,6 +190,9 @@ func New(ctx context.Context, db *sql.DB, opts Options) (*Queue, error) {
 	if q.clock == nil {
 		q.clock = systemClock{}
 	}
+	if !opts.DisableGroupCommit {
+		q.group = &group{}
+	}
 	if q.maxAttempts == 0 {
 		q.maxAttempts = MaxAttemptsDefault
 	}
@@ -204,7 +223,7 @@ func (q *Queue) Enqueue(ctx context.Context, j Job) error {
 	if err := q.checkJob(j, now); err != nil {
 		return err
 	}
-	err := q.writeTx(ctx, func(tx execer) error { return q.insert(ctx, tx, j, now) })
+	err := q.groupTx(ctx, func(ctx context.Context, tx execer) error { return q.insert(ctx, tx, j, now) })
 	if err != nil {
 		return wrapOp("enqueue", j.ID, err)
 	}
@@ -213,24 +232,30 @@ func (q *Queue) Enqueue(ctx context.Context, j Job) error {
 
 // checkJob validates j against the queue's limits at time now.
 func (q *Queue) checkJob(j Job, now int64) error {
-	const op = "enqueue"
-	if why := checkName("ID", j.ID); why != "" {
-		return invalid(op, j.ID, "%s", why)
-	}
-	if j.Qty < 0 {
-		return invalid(op, j.ID, "Qty %d is negative", j.Qty)
-	}
-	if j.MaxAttempts < 0 {
-		return invalid(op, j.ID, "MaxAttempts %d is negative", j.MaxAttempts)
-	}
-	if len(j.Payload) > q.maxPayload {
-		return invalid(op, j.ID, "Payload is %d bytes, over the limit of %d", len(j.Payload), q.maxPayload)
-	}
-	if !j.Deadline.IsZero() && toMillis(j.Deadline) <= now {
-		return invalid(op, j.ID, "deadline %s is not after now %s",
-			fromMillis(toMillis(j.Deadline)).Format(timeFormat), fromMillis(now).Format(timeFormat))
+	if why := q.jobProblem(j, now); why != "" {
+		return invalid("enqueue", j.ID, "%s", why)
 	}
 	return nil
+}
+
+// jobProblem says what is wrong with j at time now, naming the field, or
+// returns "" if nothing is.
+func (q *Queue) jobProblem(j Job, now int64) string {
+	if why := checkName("ID", j.ID); why != "" {
+		return why
+	}
+	switch {
+	case j.Qty < 0:
+		return fmt.Sprintf("Qty %d is negative", j.Qty)
+	case j.MaxAttempts < 0:
+		return fmt.Sprintf("MaxAttempts %d is negative", j.MaxAttempts)
+	case len(j.Payload) > q.maxPayload:
+		return fmt.Sprintf("Payload is %d bytes, over the limit of %d", len(j.Payload), q.maxPayload)
+	case !j.Deadline.IsZero() && toMillis(j.Deadline) <= now:
+		return fmt.Sprintf("deadline %s is not after now %s",
+			fromMillis(toMillis(j.Deadline)).Format(timeFormat), fromMillis(now).Format(timeFormat))
+	}
+	return ""
 }
 
 const insertSQL = `

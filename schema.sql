@@ -34,6 +34,16 @@ CREATE INDEX IF NOT EXISTS leaseq_jobs_pending ON leaseq_jobs (seq)
 CREATE INDEX IF NOT EXISTS leaseq_jobs_leased ON leaseq_jobs (lease_until)
   WHERE status = 'leased';
 
+-- Leased jobs that the quarantine sweep may have to take, keyed by the
+-- instant from which it must: the lease end once the attempts are used up,
+-- else the deadline (a lease never outlives its deadline, so a passed
+-- deadline means an ended lease). Leases with attempts left and no deadline,
+-- the usual case, are not in it: a pile of expired leases that are simply
+-- waiting to be claimed again is never swept over on every Claim.
+CREATE INDEX IF NOT EXISTS leaseq_jobs_doomed ON leaseq_jobs
+  ((CASE WHEN attempts >= max_attempts THEN lease_until ELSE deadline END))
+  WHERE status = 'leased' AND (attempts >= max_attempts OR deadline IS NOT NULL);
+
 -- Pending jobs with a deadline, so the quarantine sweep finds the ones whose
 -- deadline passed without looking at the others.
 CREATE INDEX IF NOT EXISTS leaseq_jobs_pending_deadline ON leaseq_jobs (deadline)

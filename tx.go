@@ -68,6 +68,20 @@ func (q *Queue) writeTx(ctx context.Context, fn func(tx execer) error) error {
 	return retryBusy(ctx, func() error { return q.immediate(ctx, fn) })
 }
 
+// writeTxOnce is one try of writeTx: SQLITE_BUSY comes back to the caller
+// instead of being retried. The group committer (group.go) retries on its
+// own, because between two tries it must let the callers whose transaction
+// did not commit drop out if their contexts end.
+func (q *Queue) writeTxOnce(ctx context.Context, fn func(tx execer) error) error {
+	select {
+	case q.writer <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-q.writer }()
+	return q.immediate(ctx, fn)
+}
+
 // immediate is one try of writeTx.
 func (q *Queue) immediate(ctx context.Context, fn func(tx execer) error) error {
 	conn, err := q.db.Conn(ctx)
@@ -79,7 +93,9 @@ func (q *Queue) immediate(ctx context.Context, fn func(tx execer) error) error {
 		// A BEGIN interrupted by ctx may still have taken effect.
 		return abort(conn, err)
 	}
-	err = fn(conn)
+	sc := &stmtConn{conn: conn}
+	err = fn(sc)
+	sc.close()
 	if err == nil {
 		err = ctx.Err()
 	}
@@ -95,6 +111,67 @@ func (q *Queue) immediate(ctx context.Context, fn func(tx execer) error) error {
 		return abort(conn, err)
 	}
 	return nil
+}
+
+// stmtConn is what a write transaction's statements run on. It prepares
+// each statement the first time the transaction runs it and reuses it after:
+// with modernc, preparing a statement (parse, plan, code generation) costs
+// far more than running it, and a group or a batch runs the same few
+// statements many times in one transaction. Statements are closed when the
+// transaction's work is done, before the connection goes back to the pool,
+// so nothing outlives the transaction.
+type stmtConn struct {
+	conn  *sql.Conn
+	stmts map[string]*sql.Stmt
+}
+
+// prepared returns query prepared on the transaction's connection.
+func (c *stmtConn) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
+	if s, ok := c.stmts[query]; ok {
+		return s, nil
+	}
+	s, err := c.conn.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if c.stmts == nil {
+		c.stmts = make(map[string]*sql.Stmt)
+	}
+	c.stmts[query] = s
+	return s, nil
+}
+
+func (c *stmtConn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	s, err := c.prepared(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return s.ExecContext(ctx, args...)
+}
+
+func (c *stmtConn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	s, err := c.prepared(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return s.QueryContext(ctx, args...)
+}
+
+func (c *stmtConn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	s, err := c.prepared(ctx, query)
+	if err != nil {
+		// A *sql.Row cannot be made to carry err; running the query
+		// unprepared reports the same failure through Scan.
+		return c.conn.QueryRowContext(ctx, query, args...)
+	}
+	return s.QueryRowContext(ctx, args...)
+}
+
+// close closes every statement the transaction prepared.
+func (c *stmtConn) close() {
+	for _, s := range c.stmts {
+		s.Close()
+	}
 }
 
 // abort rolls back whatever transaction conn may hold and returns cause. If

@@ -1,0 +1,493 @@
+// Command bench compares leaseq with goqite v0.4.0 and with a bare SQLite
+// commit loop, in one process, in alternating rounds, so that a disk or CPU
+// that is slower during one round slows all three alike and the ratios stay
+// meaningful.
+//
+// Every database is a file opened through modernc.org/sqlite with the same
+// DSN: journal_mode=DELETE, synchronous=FULL (OFF in the depth mode, so that
+// query cost is not hidden behind fsync), busy_timeout=5000, foreign_keys on,
+// and _txlock=immediate so that goqite's transactions take the write lock up
+// front as leaseq's do. goqite's pool is limited to one connection, as its
+// README sets it up; leaseq gets the *sql.DB as it is.
+//
+// Modes:
+//
+//	single  16 goroutines each making single calls: leaseq Claim+Finish and
+//	        Enqueue against goqite Receive+Delete and Send; and leaseq with
+//	        group commit off, one goroutine, one job per transaction,
+//	        against the bare one-row-UPDATE-per-transaction loop.
+//	batch   one goroutine, batches of 100: EnqueueBatch and
+//	        ClaimBatch+FinishBatch against goqite Send and Receive+Delete.
+//	depth   the median latency of one claim (leaseq Claim, goqite Receive) at
+//	        three queue shapes: 1,000 pending; 200,000 pending; 1,000 ready
+//	        behind 50,000 live leases; and, for leaseq, 1,000 pending beside
+//	        50,000 leases that ended with attempts left (a crashed fleet).
+//
+// Usage:
+//
+//	go run . [-rounds 3] [-modes single,batch,depth] [-scale 1] [-dir DIR]
+package main
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/leaseq/leaseq"
+	"maragu.dev/goqite"
+	_ "modernc.org/sqlite"
+)
+
+// goqiteSchema is goqite v0.4.0's schema_sqlite.sql, byte for byte (MIT
+// licence, Copyright (c) Maragu ApS). goqite does not export it.
+//
+//go:embed goqite_schema_sqlite.sql
+var goqiteSchema string
+
+var (
+	rounds = flag.Int("rounds", 3, "alternating rounds per mode")
+	modes  = flag.String("modes", "single,batch,depth", "comma-separated modes to run")
+	scale  = flag.Float64("scale", 1, "multiplies the number of jobs measured per round (not the depth shapes)")
+	dir    = flag.String("dir", "", "directory for the database files (default: a new temporary directory)")
+)
+
+func main() {
+	flag.Parse()
+	log.SetFlags(0)
+	start := time.Now()
+	defer func() { fmt.Printf("\n(total %v)\n", time.Since(start).Round(time.Second)) }()
+	if *dir == "" {
+		d, err := os.MkdirTemp("", "leaseq-bench-")
+		check(err)
+		defer os.RemoveAll(d)
+		*dir = d
+	}
+	var sqliteVersion string
+	db := open("version.db", "FULL")
+	check(db.QueryRow("SELECT sqlite_version()").Scan(&sqliteVersion))
+	db.Close()
+	fmt.Printf("leaseq vs goqite v0.4.0 vs bare commits | %s %s/%s, %d CPUs | SQLite %s (modernc.org/sqlite v1.62.0) | rounds=%d scale=%g\n",
+		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), sqliteVersion, *rounds, *scale)
+	for _, m := range strings.Split(*modes, ",") {
+		switch m {
+		case "single":
+			singleMode()
+		case "batch":
+			batchMode()
+		case "depth":
+			depthMode()
+		default:
+			log.Fatalf("unknown mode %q", m)
+		}
+	}
+}
+
+// n scales a job count by -scale.
+func n(base int) int { return max(1, int(float64(base)**scale)) }
+
+// measure is one thing timed per round.
+type measure struct {
+	name string
+	unit string
+	run  func() float64
+}
+
+// ratio is a quotient of two measures (by index), with the issue's target.
+type ratio struct {
+	name   string
+	num    int
+	den    int
+	target string
+}
+
+// runRounds runs every measure once per round, in order, prints each round
+// with its ratios, and prints the medians at the end.
+func runRounds(title string, ms []measure, rs []ratio) {
+	fmt.Printf("\n== %s\n", title)
+	vals := make([][]float64, len(ms))
+	quot := make([][]float64, len(rs))
+	for r := 1; r <= *rounds; r++ {
+		fmt.Printf("round %d:\n", r)
+		for i, m := range ms {
+			v := m.run()
+			vals[i] = append(vals[i], v)
+			fmt.Printf("  %-62s %12.1f %s\n", m.name, v, m.unit)
+		}
+		for i, q := range rs {
+			x := vals[q.num][r-1] / vals[q.den][r-1]
+			quot[i] = append(quot[i], x)
+			fmt.Printf("  ratio %-56s %12.2f   (target %s)\n", q.name, x, q.target)
+		}
+	}
+	fmt.Printf("medians over %d rounds:\n", *rounds)
+	for i, m := range ms {
+		fmt.Printf("  %-62s %12.1f %s\n", m.name, median(vals[i]), m.unit)
+	}
+	for i, q := range rs {
+		fmt.Printf("  ratio %-56s %12.2f   (target %s)\n", q.name, median(quot[i]), q.target)
+	}
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// open opens a database file in -dir with the shared DSN.
+func open(name, synchronous string) *sql.DB {
+	path := filepath.Join(*dir, name)
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(DELETE)"+
+		"&_pragma=synchronous("+synchronous+")&_pragma=foreign_keys(1)&_txlock=immediate")
+	check(err)
+	return db
+}
+
+func newLeaseq(name, synchronous string, opts leaseq.Options) *leaseq.Queue {
+	q, err := leaseq.New(context.Background(), open(name, synchronous), opts)
+	check(err)
+	return q
+}
+
+func newGoqite(name, synchronous string) (*goqite.Queue, *sql.DB) {
+	db := open(name, synchronous)
+	db.SetMaxOpenConns(1)
+	_, err := db.Exec(goqiteSchema)
+	check(err)
+	return goqite.New(goqite.NewOpts{DB: db, Name: "bench", Timeout: time.Hour}), db
+}
+
+// bare is the per-commit ceiling: one row, one UPDATE per BEGIN
+// IMMEDIATE/COMMIT.
+type bare struct{ db *sql.DB }
+
+func newBare(name, synchronous string) bare {
+	db := open(name, synchronous)
+	db.SetMaxOpenConns(1)
+	_, err := db.Exec("CREATE TABLE bare (id INTEGER PRIMARY KEY, n INTEGER NOT NULL); INSERT INTO bare VALUES (1, 0)")
+	check(err)
+	return bare{db}
+}
+
+func (b bare) commit() {
+	tx, err := b.db.Begin()
+	check(err)
+	_, err = tx.Exec("UPDATE bare SET n = n + 1 WHERE id = 1")
+	check(err)
+	check(tx.Commit())
+}
+
+// perSecond runs do(i) for i in [0, total) on g goroutines and returns
+// units per second, where each call of do counts per units.
+func perSecond(g, total, per int, do func(i int)) float64 {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range g {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < total; i = int(next.Add(1)) - 1 {
+				do(i)
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(total*per) / time.Since(start).Seconds()
+}
+
+// interleaved measures two loops of one transaction per commit in
+// alternating chunks of chunk commits, total commits each, so that a disk
+// whose fsync time drifts during the run weighs on both alike. one runs one
+// commit per call, pair two (a Claim and a Finish). It returns commits per
+// second for each.
+func interleaved(total, chunk int, one, pair func()) (oneRate, pairRate float64) {
+	var tOne, tPair time.Duration
+	for done := 0; done < total; done += chunk {
+		start := time.Now()
+		for range chunk {
+			one()
+		}
+		tOne += time.Since(start)
+		start = time.Now()
+		for range chunk / 2 {
+			pair()
+		}
+		tPair += time.Since(start)
+	}
+	commits := float64((total + chunk - 1) / chunk * chunk)
+	return commits / tOne.Seconds(), commits / tPair.Seconds()
+}
+
+// seq names job i of a run, unique across rounds.
+var seq atomic.Int64
+
+func jobs(k int) []leaseq.Job {
+	js := make([]leaseq.Job, k)
+	for i := range js {
+		js[i] = leaseq.Job{ID: fmt.Sprintf("job-%d", seq.Add(1)), Qty: 1, Payload: []byte("payload")}
+	}
+	return js
+}
+
+// fillLeaseq enqueues k jobs, 1000 per transaction.
+func fillLeaseq(q *leaseq.Queue, k int) {
+	for k > 0 {
+		c := min(k, 1000)
+		check(q.EnqueueBatch(context.Background(), jobs(c)))
+		k -= c
+	}
+}
+
+// fillGoqite sends k messages, 1000 per transaction.
+func fillGoqite(q *goqite.Queue, db *sql.DB, k int) {
+	ctx := context.Background()
+	for k > 0 {
+		c := min(k, 1000)
+		tx, err := db.Begin()
+		check(err)
+		for range c {
+			check(q.SendTx(ctx, tx, goqite.Message{Body: []byte("payload")}))
+		}
+		check(tx.Commit())
+		k -= c
+	}
+}
+
+func claimFinish(q *leaseq.Queue) {
+	ctx := context.Background()
+	c, ok, err := q.Claim(ctx, "worker", time.Hour)
+	check(err)
+	if !ok {
+		log.Fatal("leaseq: queue ran dry")
+	}
+	if ok, err := q.Finish(ctx, c); err != nil || !ok {
+		log.Fatalf("leaseq: finish %q: ok=%v err=%v", c.ID, ok, err)
+	}
+}
+
+func receiveDelete(q *goqite.Queue) {
+	ctx := context.Background()
+	m, err := q.Receive(ctx)
+	check(err)
+	if m == nil {
+		log.Fatal("goqite: queue ran dry")
+	}
+	check(q.Delete(ctx, m.ID))
+}
+
+func singleMode() {
+	const g = 16
+	nLq, nGq, nBare := n(3000), n(400), n(400)
+	var bareRate, soloRate float64
+	lqCF := newLeaseq("single-leaseq-cf.db", "FULL", leaseq.Options{})
+	lqEnq := newLeaseq("single-leaseq-enq.db", "FULL", leaseq.Options{})
+	lqSolo := newLeaseq("single-leaseq-solo.db", "FULL", leaseq.Options{DisableGroupCommit: true})
+	gqRD, gqRDdb := newGoqite("single-goqite-rd.db", "FULL")
+	gqSend, _ := newGoqite("single-goqite-send.db", "FULL")
+	b := newBare("single-bare.db", "FULL")
+	fillLeaseq(lqCF, nLq**rounds)
+	fillLeaseq(lqSolo, nBare/2**rounds+100)
+	fillGoqite(gqRD, gqRDdb, nGq**rounds)
+	ctx := context.Background()
+	runRounds("single: 16 goroutines, one job per call (synchronous=FULL)", []measure{
+		{"leaseq Claim+Finish, 16 goroutines (group commit)", "jobs/s", func() float64 {
+			return perSecond(g, nLq, 1, func(int) { claimFinish(lqCF) })
+		}},
+		{"goqite Receive+Delete, 16 goroutines", "jobs/s", func() float64 {
+			return perSecond(g, nGq, 1, func(int) { receiveDelete(gqRD) })
+		}},
+		{"leaseq Enqueue, 16 goroutines (group commit)", "jobs/s", func() float64 {
+			return perSecond(g, nLq, 1, func(int) { check(lqEnq.Enqueue(ctx, jobs(1)[0])) })
+		}},
+		{"goqite Send, 16 goroutines", "jobs/s", func() float64 {
+			return perSecond(g, nGq, 1, func(int) { check(gqSend.Send(ctx, goqite.Message{Body: []byte("payload")})) })
+		}},
+		{"bare one-row UPDATE per transaction, 1 goroutine", "commits/s", func() float64 {
+			bareRate, soloRate = interleaved(nBare, 20, b.commit, func() { claimFinish(lqSolo) })
+			return bareRate
+		}},
+		{"leaseq Claim, Finish: one per transaction, 1 goroutine", "commits/s", func() float64 {
+			return soloRate // measured interleaved with the bare loop, just above
+		}},
+	}, []ratio{
+		{"leaseq C+F 16g / goqite R+D 16g", 0, 1, ">= 10"},
+		{"leaseq Enqueue 16g / goqite Send 16g", 2, 3, "-"},
+		{"leaseq one job per transaction / bare commit", 5, 4, ">= 0.9"},
+	})
+}
+
+func batchMode() {
+	const size = 100
+	nLq, nGq, nBare := n(5000), n(300), n(300)
+	lqEnq := newLeaseq("batch-leaseq-enq.db", "FULL", leaseq.Options{})
+	lqCF := newLeaseq("batch-leaseq-cf.db", "FULL", leaseq.Options{})
+	gqRD, gqRDdb := newGoqite("batch-goqite-rd.db", "FULL")
+	gqSend, _ := newGoqite("batch-goqite-send.db", "FULL")
+	b := newBare("batch-bare.db", "FULL")
+	fillLeaseq(lqCF, nLq**rounds)
+	fillGoqite(gqRD, gqRDdb, nGq**rounds)
+	ctx := context.Background()
+	runRounds("batch: one goroutine, batches of 100 (goqite has no batch call: one message per call)", []measure{
+		{"leaseq EnqueueBatch(100)", "jobs/s", func() float64 {
+			return perSecond(1, nLq/size, size, func(int) { check(lqEnq.EnqueueBatch(ctx, jobs(size))) })
+		}},
+		{"goqite Send", "jobs/s", func() float64 {
+			return perSecond(1, nGq, 1, func(int) { check(gqSend.Send(ctx, goqite.Message{Body: []byte("payload")})) })
+		}},
+		{"leaseq ClaimBatch(100)+FinishBatch", "jobs/s", func() float64 {
+			return perSecond(1, nLq/size, size, func(int) {
+				cs, err := lqCF.ClaimBatch(ctx, "worker", time.Hour, size)
+				check(err)
+				oks, err := lqCF.FinishBatch(ctx, cs)
+				check(err)
+				if len(cs) != size || slices.Contains(oks, false) {
+					log.Fatalf("leaseq: batch of %d claims, finished %v", len(cs), oks)
+				}
+			})
+		}},
+		{"goqite Receive+Delete", "jobs/s", func() float64 {
+			return perSecond(1, nGq, 1, func(int) { receiveDelete(gqRD) })
+		}},
+		{"bare one-row UPDATE per transaction", "commits/s", func() float64 {
+			return perSecond(1, nBare, 1, func(int) { b.commit() })
+		}},
+	}, []ratio{
+		{"leaseq EnqueueBatch(100) / goqite Send", 0, 1, ">= 30"},
+		{"leaseq ClaimBatch+FinishBatch(100) / goqite R+D", 2, 3, ">= 25"},
+		{"leaseq EnqueueBatch(100) jobs / bare commits", 0, 4, "-"},
+	})
+}
+
+// Queue shapes of the depth mode.
+const (
+	smallPending  = 1000
+	deepPending   = 200000
+	behindLeases  = 50000
+	behindPending = 1000
+)
+
+func depthMode() {
+	claims := 100
+	ctx := context.Background()
+	setup := time.Now()
+	lq := map[string]*leaseq.Queue{}
+	gq := map[string]*goqite.Queue{}
+	for _, shape := range []string{"small", "deep", "behind", "expired"} {
+		lq[shape] = newLeaseq("depth-leaseq-"+shape+".db", "OFF", leaseq.Options{})
+		var db *sql.DB
+		if shape != "expired" {
+			gq[shape], db = newGoqite("depth-goqite-"+shape+".db", "OFF")
+		}
+		switch shape {
+		case "small":
+			fillLeaseq(lq[shape], smallPending)
+			fillGoqite(gq[shape], db, smallPending)
+		case "deep":
+			fillLeaseq(lq[shape], deepPending)
+			fillGoqite(gq[shape], db, deepPending)
+		case "behind":
+			fillLeaseq(lq[shape], behindLeases)
+			for k := 0; k < behindLeases; k += 1000 {
+				_, err := lq[shape].ClaimBatch(ctx, "holder", 24*time.Hour, 1000)
+				check(err)
+			}
+			fillLeaseq(lq[shape], behindPending)
+			fillGoqite(gq[shape], db, behindLeases)
+			// goqite's received messages, leased for a day: set directly, as
+			// 50,000 Receive calls would each scan the ones before.
+			_, err := db.Exec(`UPDATE goqite SET received = 1, timeout = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+1 day')`)
+			check(err)
+			time.Sleep(2 * time.Millisecond) // the ready ones are created later
+			fillGoqite(gq[shape], db, behindPending)
+		case "expired":
+			// Leases that ended with attempts left: claimable again, and
+			// not for the quarantine sweep, which must not walk them.
+			// The lease outlasts the claiming, so that no batch takes back
+			// a lease an earlier batch left.
+			const lease = 5 * time.Second
+			fillLeaseq(lq[shape], behindLeases)
+			ended := time.Now().Add(lease)
+			for k := 0; k < behindLeases; k += 1000 {
+				cs, err := lq[shape].ClaimBatch(ctx, "crashed", lease, 1000)
+				check(err)
+				if len(cs) != 1000 || cs[0].Attempt != 1 {
+					log.Fatalf("expired shape: claimed %d, first attempt %d; want 1000 first claims", len(cs), cs[0].Attempt)
+				}
+			}
+			fillLeaseq(lq[shape], behindPending)
+			time.Sleep(time.Until(ended) + 10*time.Millisecond)
+		}
+	}
+	b := newBare("depth-bare.db", "OFF")
+	fmt.Printf("\n(depth: queue shapes built in %v)\n", time.Since(setup).Round(time.Second))
+	// Each timed claim is followed by an untimed enqueue, so the shapes stay
+	// as built however many rounds run.
+	lqClaim := func(q *leaseq.Queue) float64 {
+		return medianLatency(claims, func() {
+			_, ok, err := q.Claim(ctx, "worker", 24*time.Hour)
+			check(err)
+			if !ok {
+				log.Fatal("leaseq: nothing claimable")
+			}
+		}, func() { check(q.Enqueue(ctx, jobs(1)[0])) })
+	}
+	gqReceive := func(q *goqite.Queue) float64 {
+		return medianLatency(claims, func() {
+			m, err := q.Receive(ctx)
+			check(err)
+			if m == nil {
+				log.Fatal("goqite: nothing to receive")
+			}
+		}, func() { check(q.Send(ctx, goqite.Message{Body: []byte("payload")})) })
+	}
+	runRounds("depth: median latency of one claim by queue shape (synchronous=OFF)", []measure{
+		{"leaseq Claim, 1,000 pending", "µs", func() float64 { return lqClaim(lq["small"]) }},
+		{"leaseq Claim, 200,000 pending", "µs", func() float64 { return lqClaim(lq["deep"]) }},
+		{"leaseq Claim, 1,000 ready behind 50,000 live leases", "µs", func() float64 { return lqClaim(lq["behind"]) }},
+		{"leaseq Claim, 1,000 pending + 50,000 expired leases", "µs", func() float64 { return lqClaim(lq["expired"]) }},
+		{"goqite Receive, 1,000 pending", "µs", func() float64 { return gqReceive(gq["small"]) }},
+		{"goqite Receive, 200,000 pending", "µs", func() float64 { return gqReceive(gq["deep"]) }},
+		{"goqite Receive, 1,000 ready behind 50,000 live leases", "µs", func() float64 { return gqReceive(gq["behind"]) }},
+		{"bare one-row UPDATE per transaction", "µs", func() float64 { return medianLatency(claims, b.commit, func() {}) }},
+	}, []ratio{
+		{"leaseq 200k pending / 1k", 1, 0, "<= 1.5"},
+		{"leaseq behind 50k live leases / 1k", 2, 0, "<= 1.5"},
+		{"leaseq with 50k expired leases / 1k", 3, 0, "-"},
+		{"goqite 200k pending / 1k", 5, 4, "-"},
+		{"goqite behind 50k live leases / 1k", 6, 4, "-"},
+	})
+}
+
+// medianLatency times op k times, running after (untimed) after each, and
+// returns the median in microseconds.
+func medianLatency(k int, op, after func()) float64 {
+	lat := make([]float64, k)
+	for i := range lat {
+		start := time.Now()
+		op()
+		lat[i] = float64(time.Since(start).Nanoseconds()) / 1e3
+		after()
+	}
+	return median(lat)
+}
+
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
+}
