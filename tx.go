@@ -57,15 +57,9 @@ type execer interface {
 // so it must not have effects outside the transaction. On any error the
 // transaction is rolled back whole; once ctx is done the error is ctx's.
 func (q *Queue) writeTx(ctx context.Context, fn func(tx execer) error) error {
-	// Writers of one process take turns here rather than on SQLite's file
-	// lock: the file lock is polled with sleeps, this one hands over at once.
-	select {
-	case q.writer <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-q.writer }()
-	return retryBusy(ctx, func() error { return q.immediate(ctx, fn) })
+	return q.asWriter(ctx, func() error {
+		return retryBusy(ctx, func() error { return q.immediate(ctx, fn) })
+	})
 }
 
 // writeTxOnce is one try of writeTx: SQLITE_BUSY comes back to the caller
@@ -73,13 +67,20 @@ func (q *Queue) writeTx(ctx context.Context, fn func(tx execer) error) error {
 // own, because between two tries it must let the callers whose transaction
 // did not commit drop out if their contexts end.
 func (q *Queue) writeTxOnce(ctx context.Context, fn func(tx execer) error) error {
+	return q.asWriter(ctx, func() error { return q.immediate(ctx, fn) })
+}
+
+// asWriter runs do as the Queue's only writer. Writers of one process take
+// turns here rather than on SQLite's file lock: the file lock is polled with
+// sleeps, this one hands over at once.
+func (q *Queue) asWriter(ctx context.Context, do func() error) error {
 	select {
 	case q.writer <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	defer func() { <-q.writer }()
-	return q.immediate(ctx, fn)
+	return do()
 }
 
 // immediate is one try of writeTx.
