@@ -78,6 +78,10 @@ type Queue struct {
 	// writer lets one write transaction of this Queue run at a time; see
 	// writeTx.
 	writer chan struct{}
+	// wc is the pinned write connection, guarded by writer; see
+	// writeConn.
+	wc        *writeConn
+	writeIdle time.Duration // writeConnIdle when the Queue was made
 	// group gathers concurrent single calls into shared transactions; nil
 	// when Options.DisableGroupCommit is set. See group.go.
 	group *group
@@ -186,6 +190,7 @@ func New(ctx context.Context, db *sql.DB, opts Options) (*Queue, error) {
 		maxAttempts: opts.MaxAttempts,
 		maxPayload:  opts.MaxPayload,
 		writer:      make(chan struct{}, 1),
+		writeIdle:   writeConnIdle,
 	}
 	if q.clock == nil {
 		q.clock = systemClock{}

@@ -83,20 +83,28 @@ func (q *Queue) asWriter(ctx context.Context, do func() error) error {
 	return do()
 }
 
-// immediate is one try of writeTx.
+// immediate is one try of writeTx. The caller holds the writer's turn.
 func (q *Queue) immediate(ctx context.Context, fn func(tx execer) error) error {
-	conn, err := q.db.Conn(ctx)
+	wc, err := q.writeConn(ctx)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		// A BEGIN interrupted by ctx may still have taken effect.
-		return abort(conn, err)
+	err = wc.transaction(ctx, fn)
+	if err != nil || !q.pinWriteConn() {
+		// After a failed transaction the connection may have been thrown
+		// away (see abort); start the next one afresh.
+		q.dropWriteConn(wc)
 	}
-	sc := &stmtConn{conn: conn}
-	err = fn(sc)
-	sc.close()
+	return err
+}
+
+// transaction runs fn between BEGIN IMMEDIATE and COMMIT on wc.
+func (wc *writeConn) transaction(ctx context.Context, fn func(tx execer) error) error {
+	if _, err := wc.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		// A BEGIN interrupted by ctx may still have taken effect.
+		return abort(wc.conn, err)
+	}
+	err := fn(wc)
 	if err == nil {
 		err = ctx.Err()
 	}
@@ -106,73 +114,142 @@ func (q *Queue) immediate(ctx context.Context, fn func(tx execer) error) error {
 		// transaction that got this far should finish. Its wait for readers
 		// to leave is bounded by the busy timeout (none on a plain DSN, so
 		// BUSY comes back at once and retryBusy consults ctx).
-		_, err = conn.ExecContext(context.WithoutCancel(ctx), "COMMIT")
+		_, err = wc.conn.ExecContext(context.WithoutCancel(ctx), "COMMIT")
 	}
 	if err != nil {
-		return abort(conn, err)
+		return abort(wc.conn, err)
 	}
 	return nil
 }
 
-// stmtConn is what a write transaction's statements run on. It prepares
-// each statement the first time the transaction runs it and reuses it after:
-// with modernc, preparing a statement (parse, plan, code generation) costs
-// far more than running it, and a group or a batch runs the same few
-// statements many times in one transaction. Statements are closed when the
-// transaction's work is done, before the connection goes back to the pool,
-// so nothing outlives the transaction.
-type stmtConn struct {
+// writeConn is the connection a Queue's write transactions run on, with the
+// statements prepared on it. With modernc, preparing a statement (parse,
+// plan, code generation) costs about three times as much as running one of
+// the queue's, so a Claim that prepared its three statements afresh would
+// spend more on parsing than on its work. The Queue therefore keeps one
+// connection for its writes, and their prepared statements, from one
+// transaction to the next while writes keep coming, and gives it back to the
+// pool after writeConnIdle without one.
+//
+// A reset prepared statement holds no lock, so keeping them between
+// transactions does not get in the way of other connections or processes.
+// A pool capped below pinMinPool connections is not pinned: the connection
+// held between writes could be one that the caller's own queries, or Get,
+// wait for. Only the holder of the writer's turn touches a writeConn.
+type writeConn struct {
 	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
+	used  time.Time   // when the last transaction on it ended
+	idle  *time.Timer // gives the connection back after writeConnIdle unused
 }
 
-// prepared returns query prepared on the transaction's connection.
-func (c *stmtConn) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
-	if s, ok := c.stmts[query]; ok {
-		return s, nil
+// pinMinPool is the smallest pool cap (0 means none) that allows pinning a
+// write connection.
+const pinMinPool = 4
+
+// writeConnIdle is how long an unused write connection stays pinned. New
+// copies it into the Queue; it is a variable only so that a test need not
+// wait a second.
+var writeConnIdle = time.Second
+
+// writeConn returns the pinned write connection, taking one from the pool
+// if there is none.
+func (q *Queue) writeConn(ctx context.Context) (*writeConn, error) {
+	if q.wc != nil {
+		return q.wc, nil
 	}
-	s, err := c.conn.PrepareContext(ctx, query)
+	conn, err := q.db.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if c.stmts == nil {
-		c.stmts = make(map[string]*sql.Stmt)
+	q.wc = &writeConn{conn: conn}
+	return q.wc, nil
+}
+
+// pinWriteConn reports whether the write connection may stay pinned after a
+// transaction, and if so marks it used.
+func (q *Queue) pinWriteConn() bool {
+	if max := q.db.Stats().MaxOpenConnections; max != 0 && max < pinMinPool {
+		return false
 	}
-	c.stmts[query] = s
+	wc := q.wc
+	wc.used = time.Now()
+	if wc.idle == nil {
+		wc.idle = time.AfterFunc(q.writeIdle, func() { q.releaseIdle(wc) })
+	}
+	return true
+}
+
+// releaseIdle gives wc back to the pool if it has not been used for
+// writeConnIdle, or looks again when that much time will have passed.
+func (q *Queue) releaseIdle(wc *writeConn) {
+	q.writer <- struct{}{}
+	defer func() { <-q.writer }()
+	if q.wc != wc {
+		return // dropped already
+	}
+	if wait := q.writeIdle - time.Since(wc.used); wait > 0 {
+		wc.idle.Reset(wait)
+		return
+	}
+	q.dropWriteConn(wc)
+}
+
+// dropWriteConn closes wc's statements and gives its connection back. The
+// caller holds the writer's turn.
+func (q *Queue) dropWriteConn(wc *writeConn) {
+	if wc.idle != nil {
+		wc.idle.Stop()
+	}
+	for _, s := range wc.stmts {
+		s.Close()
+	}
+	wc.conn.Close()
+	if q.wc == wc {
+		q.wc = nil
+	}
+}
+
+// prepared returns query prepared on the write connection.
+func (wc *writeConn) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
+	if s, ok := wc.stmts[query]; ok {
+		return s, nil
+	}
+	s, err := wc.conn.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if wc.stmts == nil {
+		wc.stmts = make(map[string]*sql.Stmt)
+	}
+	wc.stmts[query] = s
 	return s, nil
 }
 
-func (c *stmtConn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	s, err := c.prepared(ctx, query)
+func (wc *writeConn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	s, err := wc.prepared(ctx, query)
 	if err != nil {
 		return nil, err
 	}
 	return s.ExecContext(ctx, args...)
 }
 
-func (c *stmtConn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	s, err := c.prepared(ctx, query)
+func (wc *writeConn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	s, err := wc.prepared(ctx, query)
 	if err != nil {
 		return nil, err
 	}
 	return s.QueryContext(ctx, args...)
 }
 
-func (c *stmtConn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	s, err := c.prepared(ctx, query)
+func (wc *writeConn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	s, err := wc.prepared(ctx, query)
 	if err != nil {
 		// A *sql.Row cannot be made to carry err; running the query
 		// unprepared reports the same failure through Scan.
-		return c.conn.QueryRowContext(ctx, query, args...)
+		return wc.conn.QueryRowContext(ctx, query, args...)
 	}
 	return s.QueryRowContext(ctx, args...)
-}
-
-// close closes every statement the transaction prepared.
-func (c *stmtConn) close() {
-	for _, s := range c.stmts {
-		s.Close()
-	}
 }
 
 // abort rolls back whatever transaction conn may hold and returns cause. If
