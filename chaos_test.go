@@ -819,20 +819,16 @@ func checkHistory(t *testing.T, db *sql.DB, c *chaos, jobs []leaseq.Job, rcv *re
 	rcv.mu.Lock()
 	defer rcv.mu.Unlock()
 	rep.deliveries = len(rcv.deliveries)
+	received := map[string]bool{}
 	for _, d := range rcv.deliveries {
-		if !logged[fmt.Sprint(d.job, "/", d.owner, "/", d.token)] {
+		key := fmt.Sprint(d.job, "/", d.owner, "/", d.token)
+		received[key] = true
+		if !logged[key] {
 			bad("receiver got %s token %d from %s, which has no logged claim", d.job, d.token, d.owner)
 		}
 	}
 	for key := range delivered {
-		found := false
-		for _, d := range rcv.deliveries {
-			if fmt.Sprint(d.job, "/", d.owner, "/", d.token) == key {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !received[key] {
 			bad("logged delivery %s never reached the receiver", key)
 		}
 	}
