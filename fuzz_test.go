@@ -101,11 +101,6 @@ const (
 	opSlots
 )
 
-// opNames label operations in failure messages.
-var opNames = [opSlots]string{"enqueue", "claim", "finish-last", "finish-any", "get", "advance",
-	"advance-long", "advance-micro", "to-lease-end", "to-deadline", "check-all",
-	"reserved11", "reserved12", "reserved13", "reserved14", "reserved15"}
-
 // opReader hands out the input's bytes; past the end it reads zeros.
 type opReader struct {
 	b []byte
