@@ -246,7 +246,12 @@ type chaos struct {
 	stop   string
 	all    []*incarnation
 	live   map[string]*incarnation
+	names  []string
 	kills  int
+	soak   bool
+	// killAt is when the next kill is due; lastReport when progress was
+	// last logged in a soak.
+	killAt, lastReport time.Time
 }
 
 func (c *chaos) start(name string) {
@@ -369,7 +374,7 @@ func TestChaos(t *testing.T) {
 	srv := httptest.NewServer(rcv)
 	defer srv.Close()
 	c := &chaos{t: t, dir: dir, dbPath: filepath.Join(dir, "chaos.db"), url: srv.URL,
-		stop: filepath.Join(dir, "stop"), live: map[string]*incarnation{}}
+		stop: filepath.Join(dir, "stop"), live: map[string]*incarnation{}, soak: soak}
 	db, err := leaseq.Open(c.dbPath)
 	if err != nil {
 		t.Fatal(err)
@@ -390,58 +395,65 @@ func TestChaos(t *testing.T) {
 		}
 		backlog = append(backlog, j)
 	}
-	names := make([]string, chaosWorkers)
-	for i := range names {
-		names[i] = fmt.Sprintf("w%d", i+1)
-		c.start(names[i])
+	for i := 0; i < chaosWorkers; i++ {
+		c.names = append(c.names, fmt.Sprintf("w%d", i+1))
+		c.start(c.names[i])
 	}
 	defer func() {
 		for _, inc := range c.live {
 			inc.cmd.Process.Kill()
 		}
 	}()
-
 	began := time.Now()
 	produced := make(chan []leaseq.Job, 1)
 	produceErr := make(chan error, 1)
 	go func() { produce(ctx, q, backlog, run, produced, produceErr) }()
-	var jobs []leaseq.Job
-	killAt := time.Now().Add(randDur(100*time.Millisecond, 800*time.Millisecond))
-	lastReport := time.Now()
-	var drainBy time.Time
-	for ; ; time.Sleep(10 * time.Millisecond) {
-		c.checkAlive()
-		select {
-		case jobs = <-produced:
-			if err := <-produceErr; err != nil {
-				t.Fatalf("enqueue: %v", err)
-			}
-			drainBy = time.Now().Add(chaosDrain)
-		default:
-		}
-		if time.Now().After(killAt) {
-			c.kill(names[rand.IntN(len(names))], !soak, began)
-			killAt = time.Now().Add(randDur(100*time.Millisecond, 800*time.Millisecond))
-		}
-		if soak && time.Since(lastReport) > 30*time.Second {
-			lastReport = time.Now()
-			t.Logf("+%.0fs: %d kills, %d deliveries so far", time.Since(began).Seconds(), c.kills, rcv.count())
-		}
-		if drainBy.IsZero() {
-			continue
-		}
-		open := openJobs(t, db)
-		if open == 0 {
-			break
-		}
-		if time.Now().After(drainBy) {
-			t.Fatalf("%d jobs still pending or leased %v after the last enqueue; rows:\n%s", open, chaosDrain, dumpOpen(db))
-		}
+	for len(produced) == 0 { // kill while jobs arrive
+		c.chaosTick(rcv, began)
 	}
+	jobs := <-produced
+	if err := <-produceErr; err != nil {
+		t.Fatalf("enqueue: %v", err)
+	}
+	c.killUntilDrained(db, rcv, began)
 	c.stopAll()
 	elapsed := time.Since(began)
+	c.report(checkHistory(t, db, c, jobs, rcv), len(jobs), elapsed)
+}
 
-	rep := checkHistory(t, db, c, jobs, rcv)
+// killUntilDrained goes on killing until no job is pending or leased, and
+// fails the test if that takes longer than chaosDrain.
+func (c *chaos) killUntilDrained(db *sql.DB, rcv *receiver, began time.Time) {
+	drainBy := time.Now().Add(chaosDrain)
+	for open := openJobs(c.t, db); open > 0; open = openJobs(c.t, db) {
+		if time.Now().After(drainBy) {
+			c.t.Fatalf("%d jobs still pending or leased %v after the last enqueue; rows:\n%s", open, chaosDrain, dumpOpen(db))
+		}
+		c.chaosTick(rcv, began)
+	}
+}
+
+// chaosTick is one step of the parent's loop: check that no worker died on
+// its own, kill one when its time has come, report progress in a soak.
+func (c *chaos) chaosTick(rcv *receiver, began time.Time) {
+	time.Sleep(10 * time.Millisecond)
+	c.checkAlive()
+	if c.killAt.IsZero() {
+		c.killAt = time.Now().Add(randDur(100*time.Millisecond, 800*time.Millisecond))
+	}
+	if time.Now().After(c.killAt) {
+		c.kill(c.names[rand.IntN(len(c.names))], !c.soak, began)
+		c.killAt = time.Now().Add(randDur(100*time.Millisecond, 800*time.Millisecond))
+	}
+	if c.soak && time.Since(c.lastReport) > 30*time.Second {
+		c.lastReport = time.Now()
+		c.t.Logf("+%.0fs: %d kills, %d deliveries so far", time.Since(began).Seconds(), c.kills, rcv.count())
+	}
+}
+
+// report logs what happened and fails the test on violations.
+func (c *chaos) report(rep chaosReport, jobs int, elapsed time.Duration) {
+	t := c.t
 	for i, v := range rep.violations {
 		if i == 30 {
 			t.Errorf("... and %d more violations", len(rep.violations)-30)
@@ -449,19 +461,19 @@ func TestChaos(t *testing.T) {
 		}
 		t.Errorf("violation: %s", v)
 	}
-	for i, s := range rep.quarantines {
-		if i == 10 && !soak {
-			t.Logf("... and %d more quarantines", len(rep.quarantines)-10)
-			break
-		}
-		if !soak {
+	if !c.soak {
+		for i, s := range rep.quarantines {
+			if i == 10 {
+				t.Logf("... and %d more quarantines", len(rep.quarantines)-10)
+				break
+			}
 			t.Logf("quarantined %s", s)
 		}
 	}
 	t.Logf("chaos: %v, %d workers, lease %v: %d jobs (%d done, %d quarantined), %d claims (%d unlogged), "+
 		"%d deliveries (%d repeats), %d kills, %d refused stale finishes, %d accepted finishes (%d unlogged), %d violations",
-		elapsed.Round(time.Millisecond), chaosWorkers, chaosLease, len(jobs), rep.done, len(rep.quarantines),
-		rep.claims, rep.unloggedClaims, rep.deliveries, rep.deliveries-len(rcv.qty), c.kills, rep.refused,
+		elapsed.Round(time.Millisecond), chaosWorkers, chaosLease, jobs, rep.done, len(rep.quarantines),
+		rep.claims, rep.unloggedClaims, rep.deliveries, rep.repeats, c.kills, rep.refused,
 		rep.accepted, rep.unloggedFinishes, len(rep.violations))
 }
 
@@ -502,7 +514,7 @@ func produce(ctx context.Context, q *leaseq.Queue, jobs []leaseq.Job, run time.D
 		}
 		jobs = append(jobs, j)
 	}
-	errc <- err
+	errc <- err // before out: the receiver of out reads errc next
 	out <- jobs
 }
 

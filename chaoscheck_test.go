@@ -35,6 +35,7 @@ type chaosReport struct {
 	violations                               []string
 	quarantines                              []string
 	done, claims, unloggedClaims, deliveries int
+	repeats                                  int // deliveries of a job already delivered
 	refused, accepted, unloggedFinishes      int
 }
 
@@ -344,6 +345,7 @@ func (k *checker) checkReceiver(rcv *receiver) {
 	rcv.mu.Lock()
 	defer rcv.mu.Unlock()
 	k.rep.deliveries = len(rcv.deliveries)
+	k.rep.repeats = len(rcv.deliveries) - len(rcv.qty)
 	received := map[string]bool{}
 	for _, d := range rcv.deliveries {
 		key := opKey(d.job, d.owner, d.token)
