@@ -183,6 +183,22 @@ func (r *fuzzRun) apply(in *opReader) {
 }
 
 func (r *fuzzRun) enqueue(in *opReader) {
+	j := r.decodeJob(in)
+	now := r.clock.Now()
+	err := r.q.Enqueue(r.ctx, j)
+	want := r.m.enqueue(now, j)
+	r.step("Enqueue(id=%q qty=%d max=%d deadline=%s payload=%q) = %v", j.ID, j.Qty, j.MaxAttempts, relMS(j.Deadline), j.Payload, err)
+	if errClass(err) != errClass(want) {
+		r.fail("Enqueue: got error %v, want %v", err, want)
+	}
+	if err != nil {
+		r.wantRow(j.ID) // nothing written: still absent, or the earlier row untouched
+	}
+}
+
+// decodeJob reads a job's fields: ID, qty, max attempts, deadline relative
+// to now, payload length and bytes.
+func (r *fuzzRun) decodeJob(in *opReader) leaseq.Job {
 	j := leaseq.Job{ID: fuzzIDs[in.pick(len(fuzzIDs))]}
 	if b := in.next(); b == 255 {
 		j.Qty = -1
@@ -202,16 +218,7 @@ func (r *fuzzRun) enqueue(in *opReader) {
 			j.Payload[i] = in.next()
 		}
 	}
-	now := r.clock.Now()
-	err := r.q.Enqueue(r.ctx, j)
-	want := r.m.enqueue(now, j)
-	r.step("Enqueue(id=%q qty=%d max=%d deadline=%s payload=%q) = %v", j.ID, j.Qty, j.MaxAttempts, relMS(j.Deadline), j.Payload, err)
-	if errClass(err) != errClass(want) {
-		r.fail("Enqueue: got error %v, want %v", err, want)
-	}
-	if err != nil {
-		r.wantRow(j.ID) // nothing written: still absent, or the earlier row untouched
-	}
+	return j
 }
 
 func (r *fuzzRun) claim(owner string, lease time.Duration) {
