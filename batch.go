@@ -32,8 +32,9 @@ func (q *Queue) EnqueueBatch(ctx context.Context, jobs []Job) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	var bad int
+	bad := -1 // the job whose INSERT failed, if one did
 	err := q.writeTx(ctx, func(tx execer) error {
+		bad = -1
 		for i, j := range jobs {
 			if err := q.insert(ctx, tx, j, now); err != nil {
 				bad = i
@@ -42,10 +43,14 @@ func (q *Queue) EnqueueBatch(ctx context.Context, jobs []Job) error {
 		}
 		return nil
 	})
-	if err != nil {
+	switch {
+	case err == nil:
+		return nil
+	case bad >= 0:
 		return fmt.Errorf("leaseq: enqueue batch: jobs[%d] %q: %w", bad, jobs[bad].ID, err)
+	default:
+		return fmt.Errorf("leaseq: enqueue batch of %d: %w", len(jobs), err)
 	}
-	return nil
 }
 
 // ClaimBatch leases up to max claimable jobs to owner for lease, in enqueue
