@@ -21,6 +21,7 @@ const (
 	maxNegative    = 5
 	noDeadline     = 0
 	deadlineAtNow  = 130 // now + 0ms
+	deadline10ms   = 131
 	deadlinePast   = 128 // now - 20ms
 	deadline100ms  = 140
 	deadline1250ms = 255
@@ -33,9 +34,39 @@ func (s *seedBuilder) op(code int, args ...byte) *seedBuilder {
 	return s
 }
 
-func (s *seedBuilder) enqueue(id int, qty byte, max int, deadline byte, payload []byte) *seedBuilder {
-	return s.op(opEnqueue, append([]byte{byte(id), qty, byte(max), deadline, byte(len(payload))}, payload...)...)
+// job is one job's bytes as decodeJob reads them.
+func job(id int, qty byte, max int, deadline byte, payload []byte) []byte {
+	return append([]byte{byte(id), qty, byte(max), deadline, byte(len(payload))}, payload...)
 }
+
+func (s *seedBuilder) enqueue(id int, qty byte, max int, deadline byte, payload []byte) *seedBuilder {
+	return s.op(opEnqueue, job(id, qty, max, deadline, payload)...)
+}
+
+// enqueueBatch enqueues jobs (each made by job) in one EnqueueBatch.
+func (s *seedBuilder) enqueueBatch(jobs ...[]byte) *seedBuilder {
+	args := []byte{byte(len(jobs))}
+	for _, j := range jobs {
+		args = append(args, j...)
+	}
+	return s.op(opEnqueueBatch, args...)
+}
+
+// claimBatch claims up to max (-1..6) jobs in one ClaimBatch.
+func (s *seedBuilder) claimBatch(owner, lease, max int) *seedBuilder {
+	return s.op(opClaimBatch, byte(owner), byte(lease), byte(max+1))
+}
+
+// finishBatch finishes, in one FinishBatch, the claims given as pairs of a
+// claim number and a forgery (as in finishAny).
+func (s *seedBuilder) finishBatch(pairs ...[2]int) *seedBuilder {
+	args := []byte{byte(len(pairs))}
+	for _, p := range pairs {
+		args = append(args, byte(p[0]), byte(p[1]))
+	}
+	return s.op(opFinishBatch, args...)
+}
+func (s *seedBuilder) requeue(id int) *seedBuilder { return s.op(opRequeue, byte(id)) }
 func (s *seedBuilder) claim(owner, lease int) *seedBuilder {
 	return s.op(opClaim, byte(owner), byte(lease))
 }
@@ -167,6 +198,45 @@ func fuzzSeeds() []fuzzSeed {
 			enqueue(idJ2, 3, 1, noDeadline, nil).claim(ownA, lease100ms).claim(ownB, lease10ms).claim(ownC, lease1s).
 			advance(10).claim(ownA, lease100ms).finishAny(1, 0).finishLast().toLeaseEnd(0, 0).claim(ownB, lease1h).
 			finishAny(0, 0).long(13).claim(ownC, lease10ms).finishAny(2, 0).checkAll()},
+		// FinishBatch: each claim fenced on its own at one instant — a stale
+		// claim among fresh ones is refused alone; the same claim twice is
+		// accepted once; a malformed claim anywhere refuses the whole batch
+		// and writes nothing; an empty batch does nothing.
+		{"batch-finish-stale", seed(0).enqueueBatch(job(idJ0, 1, 3, noDeadline, nil), job(idJ1, 2, maxDefault, noDeadline, nil),
+			job(idJ2, 3, maxDefault, noDeadline, nil)).claim(ownA, lease10ms).toLeaseEnd(0, 0).
+			claimBatch(ownB, lease1s, 3).finishBatch([2]int{1, 0}, [2]int{3, 8}).get(idJ0).
+			finishBatch([2]int{0, 0}, [2]int{1, 0}, [2]int{2, 1}, [2]int{2, 0}).
+			finishBatch([2]int{3, 0}, [2]int{3, 0}).finishBatch().finishBatch([2]int{0, 0}).checkAll()},
+		// EnqueueBatch is all or nothing: a duplicate within the batch, one
+		// already stored, or one invalid job writes nothing; an empty batch
+		// does nothing.
+		{"batch-enqueue-duplicate", seed(0).enqueueBatch(job(idJ0, 1, maxDefault, noDeadline, nil),
+			job(idJ1, 2, maxDefault, noDeadline, []byte("a")), job(idJ0, 3, maxDefault, noDeadline, nil)).checkAll().
+			enqueueBatch(job(idJ0, 1, maxDefault, noDeadline, nil), job(idJ1, 2, 1, deadline100ms, []byte("a"))).
+			enqueueBatch(job(idJ2, 1, maxDefault, noDeadline, nil), job(idJ1, 5, maxDefault, noDeadline, nil)).
+			enqueueBatch(job(idJ2, 1, maxDefault, noDeadline, nil), job(idEmpty, 1, maxDefault, noDeadline, nil)).
+			enqueueBatch(job(idJ3, 1, maxDefault, deadlineAtNow, nil), job(idJ0, 1, maxDefault, noDeadline, nil)).
+			enqueueBatch().get(idJ2).get(idJ1).checkAll()},
+		// ClaimBatch runs rule 6's sweep before any token (an expired lease
+		// with its attempts used up, a pending job past its deadline) and
+		// rule 5's cap on each lease; it takes at most max; invalid max,
+		// owner or lease change nothing; with nothing claimable it is empty.
+		{"batch-claim-quarantine", seed(0).enqueue(idJ0, 1, 1, noDeadline, nil).claim(ownA, lease10ms).
+			enqueueBatch(job(idJ1, 1, maxDefault, deadline100ms, nil), job(idJ2, 2, maxDefault, deadline10ms, nil),
+				job(idJ3, 3, maxDefault, noDeadline, nil), job(idSQL, 4, maxDefault, noDeadline, nil)).
+			advance(10).claimBatch(ownB, lease1s, 0).claimBatch(ownB, lease1s, -1).claimBatch(ownEmpty, lease1s, 2).
+			claimBatch(ownB, lease0, 2).get(idJ0).claimBatch(ownB, lease1s, 2).get(idJ0).get(idJ2).get(idJ1).
+			claimBatch(ownC, lease1s, 6).claimBatch(ownC, lease1s, 6).toDeadline(idJ1, 0).claimBatch(ownA, lease10ms, 6).
+			checkAll()},
+		// Requeue is the only way out of quarantine: pending again with
+		// attempts reset, and the next claim gets token+1. Unknown IDs are
+		// ErrNotFound; a job that is not quarantined, or whose deadline has
+		// passed, is ErrInvalid and unchanged.
+		{"requeue", seed(0).enqueue(idJ0, 1, 1, noDeadline, nil).enqueue(idJ1, 2, 2, deadline100ms, nil).
+			requeue(idJ0).claim(ownA, lease10ms).requeue(idJ0).advance(10).claim(ownB, lease10ms).advance(10).
+			claim(ownB, lease10ms).get(idJ0).requeue(idJ2).requeue(idEmpty).requeue(idJ0).get(idJ0).requeue(idJ0).
+			claim(ownC, lease1s).finishLast().requeue(idJ0).toDeadline(idJ1, 0).claim(ownC, lease1s).get(idJ1).
+			requeue(idJ1).toDeadline(idJ1, -1).requeue(idJ1).claimBatch(ownA, lease1s, 2).finishLast().checkAll()},
 	}
 	out := make([]fuzzSeed, len(seeds))
 	for i, s := range seeds {

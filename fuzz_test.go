@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,12 +92,11 @@ const (
 	opToLeaseEnd          // clock to a claim's lease_until -1, 0 or +1 ms
 	opToDeadline          // clock to a job's deadline -1, 0 or +1 ms
 	opCheckAll            // compare every row now, not only at the end
-	// Reserved for the batch calls (EnqueueBatch, ClaimBatch, FinishBatch):
-	// until they exist these slots do nothing.
-	opReserved11
-	opReserved12
-	opReserved13
-	opReserved14
+	opEnqueueBatch        // count 0..5, then each job as opEnqueue reads it
+	opClaimBatch          // owner, lease, max -1..6
+	opFinishBatch         // count 0..4, then each claim as opFinishAny reads it
+	opRequeue             // ID
+	// Reserved for operations to come: until then this slot does nothing.
 	opReserved15
 	opSlots
 )
@@ -177,8 +177,21 @@ func (r *fuzzRun) apply(in *opReader) {
 		}
 	case opCheckAll:
 		r.checkAll()
+	case opEnqueueBatch:
+		jobs := make([]leaseq.Job, in.pick(6))
+		for i := range jobs {
+			jobs[i] = r.decodeJob(in)
+		}
+		r.enqueueBatch(jobs)
+	case opClaimBatch:
+		owner, lease := fuzzOwners[in.pick(len(fuzzOwners))], fuzzLeases[in.pick(len(fuzzLeases))]
+		r.claimBatch(owner, lease, in.pick(8)-1)
+	case opFinishBatch:
+		r.finishBatch(in)
+	case opRequeue:
+		r.requeue(fuzzIDs[in.pick(len(fuzzIDs))])
 	default:
-		// Reserved for batch operations; see the op constants.
+		// Reserved; see the op constants.
 	}
 }
 
@@ -291,6 +304,125 @@ func (r *fuzzRun) finish(c leaseq.Claim, how string) {
 	r.wantRow(c.ID)
 }
 
+func (r *fuzzRun) enqueueBatch(jobs []leaseq.Job) {
+	now := r.clock.Now()
+	err := r.q.EnqueueBatch(r.ctx, jobs)
+	problems := r.m.enqueueBatch(now, jobs)
+	descs := make([]string, len(jobs))
+	for i, j := range jobs {
+		descs[i] = fmt.Sprintf("{id=%q qty=%d max=%d deadline=%s payload=%q}", j.ID, j.Qty, j.MaxAttempts, relMS(j.Deadline), j.Payload)
+	}
+	r.step("EnqueueBatch(%s) = %v", strings.Join(descs, " "), err)
+	switch {
+	case len(problems) == 0 && err != nil:
+		r.fail("EnqueueBatch: got error %v, want nil", err)
+	case len(problems) > 0 && err == nil:
+		r.fail("EnqueueBatch: got nil, want one of %v", problems)
+	case err != nil && !namesOneOf(err, "jobs", problems):
+		r.fail("EnqueueBatch: got error %v, want one of %v (sentinel: indexes), naming its index", err, problems)
+	}
+	for _, j := range jobs {
+		r.wantRow(j.ID) // all written, or nothing: absent, or the earlier row untouched
+	}
+}
+
+// namesOneOf reports whether err wraps one of the sentinels in problems and
+// names, as list[i], one of the indexes refused with it.
+func namesOneOf(err error, list string, problems map[error][]int) bool {
+	for sentinel, idx := range problems {
+		if !errors.Is(err, sentinel) {
+			continue
+		}
+		for _, i := range idx {
+			if strings.Contains(err.Error(), fmt.Sprintf("%s[%d]", list, i)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (r *fuzzRun) claimBatch(owner string, lease time.Duration, max int) {
+	now := r.clock.Now()
+	cs, err := r.q.ClaimBatch(r.ctx, owner, lease, max)
+	ids := make([]string, len(cs))
+	for i, c := range cs {
+		ids[i] = fmt.Sprintf("%q token=%d", c.ID, c.Token)
+	}
+	r.step("ClaimBatch(%q, %v, max=%d) = [%s] err=%v", owner, lease, max, strings.Join(ids, ", "), err)
+	var allowed []string
+	want := leaseq.ErrInvalid
+	if max >= 1 {
+		allowed, want = r.m.beginClaim(now, owner, lease)
+	}
+	if errClass(err) != errClass(want) {
+		r.fail("ClaimBatch: got error %v, want %v", err, want)
+	}
+	if err != nil {
+		return
+	}
+	if n := min(max, len(allowed)); len(cs) != n {
+		r.fail("ClaimBatch: got %d claims, want %d of %q", len(cs), n, allowed)
+	}
+	seen := map[string]bool{}
+	for i, c := range cs {
+		switch {
+		case seen[c.ID] || !containsString(allowed, c.ID):
+			r.fail("ClaimBatch: claim %d is %q, want a distinct one of %q", i, c.ID, allowed)
+		case i > 0 && r.m.seq[c.ID] < r.m.seq[cs[i-1].ID]:
+			r.fail("ClaimBatch: claim %d (%q) was enqueued before claim %d (%q), want enqueue order", i, c.ID, i-1, cs[i-1].ID)
+		}
+		seen[c.ID] = true
+		exp := r.m.grant(c.ID, now, owner, lease)
+		if g, w, same := sameClaim(c, exp); !same {
+			r.fail("ClaimBatch claim %d:\n got  %s\n want %s", i, g, w)
+		}
+		r.claims = append(r.claims, c)
+	}
+}
+
+// finishBatch reads a count and that many claims, each picked and forged as
+// opFinishAny does, and finishes them in one call. With no claims handed out
+// yet the batch is empty.
+func (r *fuzzRun) finishBatch(in *opReader) {
+	n := in.pick(5)
+	if len(r.claims) == 0 {
+		n = 0
+	}
+	cs, descs := make([]leaseq.Claim, n), make([]string, n)
+	for i := range cs {
+		var how string
+		cs[i], how = forge(r.claims[in.pick(len(r.claims))], in.next())
+		descs[i] = fmt.Sprintf("{%s: id=%q owner=%q token=%d}", how, cs[i].ID, cs[i].Owner, cs[i].Token)
+	}
+	now := r.clock.Now()
+	oks, err := r.q.FinishBatch(r.ctx, cs)
+	r.step("FinishBatch(%s) = %v, %v", strings.Join(descs, " "), oks, err)
+	want, bad, wantErr := r.m.finishBatch(now, cs)
+	switch {
+	case errClass(err) != errClass(wantErr):
+		r.fail("FinishBatch: got %v, %v; want %v, %v", oks, err, want, wantErr)
+	case err != nil && !namesOneOf(err, "claims", map[error][]int{leaseq.ErrInvalid: bad}):
+		r.fail("FinishBatch: got error %v, want one naming claims[i] for i in %v", err, bad)
+	case err == nil && !slices.Equal(oks, want):
+		r.fail("FinishBatch: got %v, want %v", oks, want)
+	}
+	for _, c := range cs {
+		r.wantRow(c.ID)
+	}
+}
+
+func (r *fuzzRun) requeue(id string) {
+	now := r.clock.Now()
+	err := r.q.Requeue(r.ctx, id)
+	want := r.m.requeue(now, id)
+	r.step("Requeue(%q) = %v", id, err)
+	if errClass(err) != errClass(want) {
+		r.fail("Requeue(%q): got error %v, want %v", id, err, want)
+	}
+	r.wantRow(id)
+}
+
 func (r *fuzzRun) get(id string) {
 	r.step("Get(%q)", id)
 	r.wantRow(id)
@@ -352,8 +484,9 @@ func containsString(ss []string, s string) bool {
 const maxFuzzOps = 200
 
 // FuzzQueueModel decodes its input into a sequence of queue operations —
-// enqueue, claim, finish with the current, a stale or a forged claim, Get,
-// clock moves onto and around lease ends and deadlines — and runs each on the
+// enqueue, claim, finish with the current, a stale or a forged claim, the
+// batch calls, Requeue, Get, clock moves onto and around lease ends and
+// deadlines — and runs each on the
 // real queue and on the SPEC model, comparing every answer and, at the end,
 // every row. The checked-in corpus (testdata/fuzz/FuzzQueueModel, generated
 // from fuzzSeeds) walks each SPEC rule.

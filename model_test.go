@@ -3,6 +3,7 @@ package leaseq_test
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 	"unicode/utf8"
@@ -20,10 +21,13 @@ type model struct {
 	maxAttempts int // Options.MaxAttempts, already defaulted
 	maxPayload  int // Options.MaxPayload, already defaulted
 	jobs        map[string]*leaseq.State
+	seq         map[string]int // enqueue order, which ClaimBatch returns its claims in
+	nextSeq     int
 }
 
 func newModel(opts leaseq.Options) *model {
-	m := &model{maxAttempts: opts.MaxAttempts, maxPayload: opts.MaxPayload, jobs: map[string]*leaseq.State{}}
+	m := &model{maxAttempts: opts.MaxAttempts, maxPayload: opts.MaxPayload,
+		jobs: map[string]*leaseq.State{}, seq: map[string]int{}}
 	if m.maxAttempts == 0 {
 		m.maxAttempts = 3
 	}
@@ -62,7 +66,28 @@ func (m *model) enqueue(now time.Time, j leaseq.Job) error {
 		s.Deadline = atMS(msOf(j.Deadline))
 	}
 	m.jobs[j.ID] = s
+	m.seq[j.ID] = m.nextSeq
+	m.nextSeq++
 	return nil
+}
+
+// enqueueBatch is enqueue for each job, all or nothing. It returns, for each
+// sentinel error, the indexes of the jobs refused with it — an ID already
+// taken earlier in the batch is a duplicate like a stored one. SPEC does not
+// say which of several problems the error reports, so it may report any of
+// them. With any problem the model is left as it was.
+func (m *model) enqueueBatch(now time.Time, jobs []leaseq.Job) map[error][]int {
+	jobs0, seq0 := maps.Clone(m.jobs), maps.Clone(m.seq)
+	problems := map[error][]int{}
+	for i, j := range jobs {
+		if err := m.enqueue(now, j); err != nil {
+			problems[err] = append(problems[err], i)
+		}
+	}
+	if len(problems) > 0 {
+		m.jobs, m.seq = jobs0, seq0
+	}
+	return problems
 }
 
 // claimable is SPEC rule 1's choice: pending, or leased with lease_until <=
@@ -108,9 +133,13 @@ func (m *model) grant(id string, now time.Time, owner string, lease time.Duratio
 		Attempt: s.Attempts, LeaseUntil: s.LeaseUntil, Deadline: s.Deadline}
 }
 
+// malformedClaim is the Errors table's "zero Claim": no Claim call returns
+// one.
+func malformedClaim(c leaseq.Claim) bool { return c.ID == "" || c.Owner == "" || c.Token <= 0 }
+
 // finish is rule 3's fence and the Errors table for Finish.
 func (m *model) finish(now time.Time, c leaseq.Claim) (bool, error) {
-	if c.ID == "" || c.Owner == "" || c.Token <= 0 {
+	if malformedClaim(c) {
 		return false, leaseq.ErrInvalid
 	}
 	s, n := m.jobs[c.ID], msOf(now)
@@ -120,6 +149,43 @@ func (m *model) finish(now time.Time, c leaseq.Claim) (bool, error) {
 	}
 	s.Status = leaseq.StatusDone
 	return true, nil
+}
+
+// finishBatch is finish for each claim in order, all judged at one instant.
+// A malformed claim anywhere refuses the whole batch, changing nothing; its
+// indexes are returned so the error can be checked for naming one.
+func (m *model) finishBatch(now time.Time, cs []leaseq.Claim) ([]bool, []int, error) {
+	var bad []int
+	for i, c := range cs {
+		if malformedClaim(c) {
+			bad = append(bad, i)
+		}
+	}
+	if len(bad) > 0 {
+		return nil, bad, leaseq.ErrInvalid
+	}
+	oks := make([]bool, len(cs))
+	for i, c := range cs {
+		oks[i], _ = m.finish(now, c)
+	}
+	return oks, nil, nil
+}
+
+// requeue is the explicit way out of quarantine that rule 6 allows: pending
+// again, attempts reset, lease and reason cleared. Owner and token stay, so
+// the next claim's token is still one no claim had before. A job that is not
+// quarantined, or whose deadline is at or before now (it could never be
+// finished), is refused and unchanged.
+func (m *model) requeue(now time.Time, id string) error {
+	s := m.jobs[id]
+	switch {
+	case s == nil:
+		return leaseq.ErrNotFound
+	case s.Status != leaseq.StatusQuarantined, !s.Deadline.IsZero() && msOf(s.Deadline) <= msOf(now):
+		return leaseq.ErrInvalid
+	}
+	s.Status, s.Attempts, s.LeaseUntil, s.Reason = leaseq.StatusPending, 0, time.Time{}, ""
+	return nil
 }
 
 // get is Get: a copy of the row, or ErrNotFound.
