@@ -53,8 +53,9 @@ func (q *Queue) EnqueueBatch(ctx context.Context, jobs []Job) error {
 	}
 }
 
-// ClaimBatch leases up to max claimable jobs to owner for lease, in enqueue
-// order, in one transaction. Each job is claimed exactly as Claim would claim
+// ClaimBatch leases up to max claimable jobs to owner for lease, in one
+// transaction, and returns them in enqueue order (which jobs are picked is
+// as for claimSQL). Each job is claimed exactly as Claim would claim
 // it: its own new token and attempt, its lease capped at its deadline, and
 // the same quarantine sweep first. With nothing claimable the result is an
 // empty slice and a nil error. max must be at least 1; owner and lease are

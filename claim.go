@@ -112,12 +112,13 @@ SET status = 'quarantined', updated_at = ?1,
     reason = 'deadline passed at ' || deadline || ' (unix ms), ' || attempts || ' of ' || max_attempts || ' attempts used'
 WHERE status = 'pending' AND deadline IS NOT NULL AND deadline <= ?1`}
 
-// claimSQL picks up to ?4 claimable jobs in enqueue order and leases them,
-// in one statement. The candidates are the first ?4 pending jobs (from
-// leaseq_jobs_pending) and the first ?4 expired leases (from
-// leaseq_jobs_leased); neither index holds done or quarantined rows, and
-// live leases sort after every expired one, so the cost does not grow with
-// the queue.
+// claimSQL leases up to ?4 claimable jobs in one statement. The candidates
+// are the first ?4 pending jobs in enqueue order (from leaseq_jobs_pending)
+// and the ?4 leases that ended first (from leaseq_jobs_leased); of those it
+// takes the ?4 enqueued earliest. Neither index holds done or quarantined
+// rows, and live leases sort after every expired one, so the cost does not
+// grow with the queue. Which claimable job is taken is not part of the
+// contract; this order keeps old work moving.
 const claimSQL = `
 UPDATE leaseq_jobs
 SET status = 'leased', owner = ?1, token = token + 1, attempts = attempts + 1,
