@@ -23,9 +23,9 @@ import (
 // DSN. A deferred BEGIN followed by a write is worse than slow: the
 // read-to-write lock upgrade returns SQLITE_BUSY at once, whatever the busy
 // timeout, because waiting could deadlock. So writeTx takes one connection
-// with db.Conn and runs BEGIN IMMEDIATE on it itself, which takes the
-// RESERVED lock before anything is read: selection and update can never be
-// split (SPEC rule 1).
+// with db.Conn (kept between transactions; see writeConn) and runs BEGIN
+// IMMEDIATE on it itself, which takes the RESERVED lock before anything is
+// read: selection and update can never be split (SPEC rule 1).
 //
 // The price of db.Conn is that Conn.Close returns the connection to the pool
 // as it is, with a transaction still open if nobody rolled it back; the next
