@@ -90,9 +90,11 @@ func (q *Queue) immediate(ctx context.Context, fn func(tx execer) error) error {
 		return err
 	}
 	err = wc.transaction(ctx, fn)
-	if err != nil || !q.pinWriteConn() {
-		// After a failed transaction the connection may have been thrown
-		// away (see abort); start the next one afresh.
+	if wc.broken || !q.pinWriteConn() {
+		// A connection abort threw away is closed already; take a new one
+		// next time. A failed transaction that was rolled back cleanly (a
+		// BUSY from another process, most often) keeps the connection and
+		// its prepared statements for the retry.
 		q.dropWriteConn(wc)
 	}
 	return err
@@ -102,7 +104,7 @@ func (q *Queue) immediate(ctx context.Context, fn func(tx execer) error) error {
 func (wc *writeConn) transaction(ctx context.Context, fn func(tx execer) error) error {
 	if _, err := wc.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		// A BEGIN interrupted by ctx may still have taken effect.
-		return abort(wc.conn, err)
+		return wc.abort(err)
 	}
 	err := fn(wc)
 	if err == nil {
@@ -117,7 +119,7 @@ func (wc *writeConn) transaction(ctx context.Context, fn func(tx execer) error) 
 		_, err = wc.conn.ExecContext(context.WithoutCancel(ctx), "COMMIT")
 	}
 	if err != nil {
-		return abort(wc.conn, err)
+		return wc.abort(err)
 	}
 	return nil
 }
@@ -141,6 +143,8 @@ type writeConn struct {
 	stmts map[string]*sql.Stmt
 	used  time.Time   // when the last transaction on it ended
 	idle  *time.Timer // gives the connection back after writeConnIdle unused
+	// broken means abort threw the connection away.
+	broken bool
 }
 
 // pinMinPool is the smallest pool cap (0 means none) that allows pinning a
@@ -252,15 +256,16 @@ func (wc *writeConn) QueryRowContext(ctx context.Context, query string, args ...
 	return s.QueryRowContext(ctx, args...)
 }
 
-// abort rolls back whatever transaction conn may hold and returns cause. If
+// abort rolls back whatever transaction wc may hold and returns cause. If
 // the rollback itself fails for any reason but "no transaction is active"
 // (SQLite may already have rolled back on an interrupt or an I/O error), the
-// connection is discarded so that it never goes back to the pool inside a
-// transaction.
-func abort(conn *sql.Conn, cause error) error {
-	_, err := conn.ExecContext(context.Background(), "ROLLBACK")
+// connection is discarded, and wc marked broken, so that it never goes back
+// to the pool inside a transaction.
+func (wc *writeConn) abort(cause error) error {
+	_, err := wc.conn.ExecContext(context.Background(), "ROLLBACK")
 	if err != nil && !strings.Contains(err.Error(), "no transaction is active") {
-		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		_ = wc.conn.Raw(func(any) error { return driver.ErrBadConn })
+		wc.broken = true
 	}
 	return cause
 }
