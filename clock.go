@@ -61,3 +61,6 @@ func toMillis(t time.Time) int64 { return t.UnixMilli() }
 
 // fromMillis turns a stored instant back into a time.Time in UTC.
 func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// fmtMillis prints a stored instant for an error message.
+func fmtMillis(ms int64) string { return fromMillis(ms).Format(timeFormat) }

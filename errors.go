@@ -3,19 +3,21 @@ package leaseq
 import (
 	"errors"
 	"fmt"
-	"unicode/utf8"
+	"strconv"
 )
 
 // Errors a caller can match with errors.Is. Each returned error wraps one of
-// them with the operation, the job ID and the reason, for example
+// them with the operation, what it was about (a job ID, an owner, a batch
+// entry) and the reason, for example
 //
 //	leaseq: enqueue "order-7": deadline 2026-01-01T00:00:00Z is not after now 2026-01-01T00:00:01Z: invalid argument
 //
-// A refused Finish (stale token, lease over, ...) is not an error: it is
-// false with a nil error, because it is the expected outcome for a late
-// worker, not a failure to reach the database.
+// A refused Finish, Extend, Release or Fail (stale token, lease over, ...) is
+// not an error: it is false with a nil error, because it is the expected
+// outcome for a late worker, not a failure to reach the database.
 var (
-	// ErrInvalid means the arguments were malformed. Nothing was written.
+	// ErrInvalid means the arguments were malformed, or the call does not
+	// apply to the job as it is. Nothing was written.
 	ErrInvalid = errors.New("invalid argument")
 	// ErrDuplicate means a job with that ID is already in the queue, in
 	// whatever state. The existing row was left untouched: job IDs name
@@ -25,31 +27,36 @@ var (
 	ErrNotFound = errors.New("job not found")
 )
 
-// MaxIDLen is the longest job ID, and the longest owner name, in bytes.
-const MaxIDLen = 255
-
-// invalid builds an ErrInvalid error for operation op on job id.
-func invalid(op, id, format string, args ...any) error {
-	return fmt.Errorf("leaseq: %s %q: %s: %w", op, id, fmt.Sprintf(format, args...), ErrInvalid)
+// opError is the one way the package builds a call's error: "leaseq: ",
+// the operation, what it was about, and the cause, which errors.Is and
+// errors.As see through.
+func opError(op, about string, err error) error {
+	if about == "" {
+		return fmt.Errorf("leaseq: %s: %w", op, err)
+	}
+	return fmt.Errorf("leaseq: %s %s: %w", op, about, err)
 }
 
-// checkName validates a job ID or an owner name. Names are stored as SQLite
-// TEXT, which is meant to be UTF-8 and which several SQL functions cut at a
-// NUL byte; refusing both keeps every stored name byte-for-byte what the
-// caller passed.
-func checkName(what, s string) string {
-	switch {
-	case s == "":
-		return what + " is empty"
-	case len(s) > MaxIDLen:
-		return fmt.Sprintf("%s is %d bytes, over the limit of %d", what, len(s), MaxIDLen)
-	case !utf8.ValidString(s):
-		return what + " is not valid UTF-8"
+// job is how an error names a job ID.
+func job(id string) string { return strconv.Quote(id) }
+
+// as is how an error names the owner of a claim call.
+func as(owner string) string { return "as " + strconv.Quote(owner) }
+
+// entry is how an error names one entry of a batch argument.
+func entry(slice string, i int, id string) string {
+	return fmt.Sprintf("%s[%d] %q", slice, i, id)
+}
+
+// invalid is the cause for a refused argument: why, wrapping ErrInvalid.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrInvalid)
+}
+
+// problem turns a validator's answer into an error: nil for "".
+func problem(why string) error {
+	if why == "" {
+		return nil
 	}
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			return fmt.Sprintf("%s has a NUL byte at offset %d", what, i)
-		}
-	}
-	return ""
+	return fmt.Errorf("%s: %w", why, ErrInvalid)
 }

@@ -4,13 +4,11 @@ package leaseq
 // a test can make sure they have all queued up before it lets the committer
 // take the lock.
 func (q *Queue) WaitingCalls() int {
-	if q.group == nil {
-		return 0
-	}
-	q.group.mu.Lock()
-	defer q.group.mu.Unlock()
+	g := &q.s.group
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	n := 0
-	for _, op := range q.group.waiting {
+	for _, op := range g.waiting {
 		if op.state == opWaiting {
 			n++
 		}

@@ -1,18 +1,9 @@
 package leaseq
 
-import (
-	"context"
-	"fmt"
-)
+import "context"
 
-// finishSQL is the fence (SPEC rule 3): the row changes only if the job is
-// leased by this very claim — same ID, owner and token — and both the lease
-// and the deadline are still running at now. At now == lease_until the lease
-// is over (rule 4).
-const finishSQL = `
-UPDATE leaseq_jobs SET status = 'done', updated_at = ?4
-WHERE id = ?1 AND owner = ?2 AND token = ?3 AND status = 'leased'
-  AND lease_until > ?4 AND (deadline IS NULL OR deadline > ?4)`
+// finishSQL records the job done.
+const finishSQL = `UPDATE leaseq_jobs SET status = 'done', ready = 0, updated_at = ?5` + fenceSQL
 
 // Finish records the job of c done, if c is still the job's current lease:
 // the row's ID, owner and token equal c's, the job is leased, and now is
@@ -23,52 +14,21 @@ WHERE id = ?1 AND owner = ?2 AND token = ?3 AND status = 'leased'
 // claim at all (empty ID or owner, token <= 0: ErrInvalid); it never means
 // "your lease was lost".
 func (q *Queue) Finish(ctx context.Context, c Claim) (bool, error) {
-	if err := checkClaim(c); err != nil {
-		return false, err
-	}
-	var ok bool
-	err := q.groupTx(ctx, func(ctx context.Context, tx execer) error {
-		var err error
-		ok, err = q.finishTx(ctx, tx, c, q.now())
-		return err
-	})
-	if err != nil {
-		return false, wrapOp("finish", c.ID, err)
-	}
-	return ok, nil
+	_, ok, err := q.settle(ctx, "finish", fenced{c: c, query: finishSQL}, "")
+	return ok, err
 }
 
-// checkClaim refuses a Claim that no Claim call could have returned.
-func checkClaim(c Claim) error {
-	if why := claimProblem(c); why != "" {
-		return invalid("finish", c.ID, "%s", why)
+// FinishBatch finishes each claim as Finish would, in one transaction, and
+// reports for each whether it was accepted. Each claim is fenced on its own:
+// a stale token, an ended lease or a passed deadline makes that entry false
+// and leaves its row untouched, without affecting the others. A claim that
+// could not have come from Claim (empty ID or owner, token <= 0) is an error
+// wrapping ErrInvalid naming its index, and then nothing is written. All
+// claims are judged at one instant, read from the clock under the lock.
+func (q *Queue) FinishBatch(ctx context.Context, claims []Claim) ([]bool, error) {
+	fs := make([]fenced, len(claims))
+	for i, c := range claims {
+		fs[i] = fenced{c: c, query: finishSQL}
 	}
-	return nil
-}
-
-// claimProblem says why c cannot be a claim, or returns "" if it can be.
-func claimProblem(c Claim) string {
-	switch {
-	case c.ID == "":
-		return "claim has an empty ID"
-	case c.Owner == "":
-		return "claim has an empty owner"
-	case c.Token <= 0:
-		return fmt.Sprintf("claim token %d is not positive", c.Token)
-	}
-	return ""
-}
-
-// finishTx runs the fence for one claim at time now and reports whether it
-// matched.
-func (q *Queue) finishTx(ctx context.Context, tx execer, c Claim, now int64) (bool, error) {
-	res, err := tx.ExecContext(ctx, finishSQL, c.ID, c.Owner, c.Token, now)
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("rows affected: %w", err)
-	}
-	return n == 1, nil
+	return q.settleBatch(ctx, "finish batch", fs)
 }

@@ -65,7 +65,12 @@ type groupOp struct {
 	// run does the call's work in the shared transaction. It may run more
 	// than once (a transaction that hit SQLITE_BUSY is retried), and stores
 	// its result where its caller reads it once done is closed.
-	run   func(ctx context.Context, tx execer) error
+	run txFunc
+	// idle, if set, is asked before the transaction begins; a call it
+	// reports idle is answered without joining a write transaction. Calls
+	// with the same idleKey (their Queue) share one answer.
+	idle    idleFunc
+	idleKey any
 	state opState // guarded by group.mu
 	err   error   // the call's outcome, set before done is closed
 	ran   bool    // run was called in the current transaction
@@ -92,21 +97,21 @@ type group struct {
 // groupTx runs fn as one call of a shared write transaction, or, with group
 // commit turned off, in a writeTx of its own. fn gets the context its
 // statements must run on: the caller's own when alone, the committer's in a
-// group.
-func (q *Queue) groupTx(ctx context.Context, fn func(ctx context.Context, tx execer) error) error {
-	if q.group == nil {
-		return q.soloTx(ctx, fn)
+// group. idle, if not nil, may answer the call from a read instead.
+func (q *Queue) groupTx(ctx context.Context, idle idleFunc, fn txFunc) error {
+	if q.noGroup {
+		return q.s.writeTx(ctx, idle, fn)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	g := q.group
-	op := &groupOp{ctx: ctx, run: fn, done: make(chan struct{})}
+	s, g := q.s, &q.s.group
+	op := &groupOp{ctx: ctx, run: fn, idle: idle, idleKey: q, done: make(chan struct{})}
 	g.mu.Lock()
 	g.waiting = append(g.waiting, op)
 	if !g.running {
 		g.running = true
-		go q.commitGroups()
+		go s.commitGroups()
 	}
 	g.mu.Unlock()
 
@@ -126,16 +131,11 @@ func (q *Queue) groupTx(ctx context.Context, fn func(ctx context.Context, tx exe
 	return op.err
 }
 
-// soloTx runs fn in a writeTx of its own, on the caller's context.
-func (q *Queue) soloTx(ctx context.Context, fn func(ctx context.Context, tx execer) error) error {
-	return q.writeTx(ctx, func(tx execer) error { return fn(ctx, tx) })
-}
-
 // commitGroups is the committer: it commits groups until the list is empty.
 // It is a goroutine of its own rather than one of the callers, so that no
 // caller's context or return is tied to other callers' work.
-func (q *Queue) commitGroups() {
-	g := q.group
+func (s *store) commitGroups() {
+	g := &s.group
 	last := 0
 	for {
 		g.gather(last)
@@ -147,7 +147,7 @@ func (q *Queue) commitGroups() {
 			return
 		}
 		g.mu.Unlock()
-		last = q.commitGroup()
+		last = s.commitGroup()
 	}
 }
 
@@ -175,30 +175,48 @@ func (g *group) gather(want int) {
 // commitGroup commits one group, retrying on SQLITE_BUSY, and returns how
 // many calls it answered. Between tries the calls of the failed try are back
 // in the list, where their callers may leave; a retry takes whoever is still
-// waiting.
-func (q *Queue) commitGroup() (answered int) {
-	g := q.group
+// waiting. An error before any call was taken (the database was closed, no
+// connection could be had) is every waiting call's answer: the committer
+// must never go round again with nobody answered.
+func (s *store) commitGroup() (answered int) {
+	g := &s.group
 	ctx := context.Background() // see "Contexts" above
 	_ = retryBusy(ctx, func() error {
 		var ops []*groupOp
-		err := q.writeTxOnce(ctx, func(tx execer) error {
-			ops = g.take()
-			if err := runOps(ctx, tx, ops); err != nil {
+		err := s.asWriter(ctx, func() error {
+			wc, err := s.writeConn(ctx)
+			if err != nil {
 				return err
 			}
-			if cancelledAfterRunning(ops) {
-				return errRegroup
+			if answered, err = g.answerIdle(ctx, wc); err != nil {
+				s.afterTx(wc)
+				return err
 			}
-			return nil
+			if !g.hasWaiting() {
+				s.afterTx(wc)
+				return nil
+			}
+			return s.immediate(ctx, wc, func(ctx context.Context, tx execer) error {
+				ops = g.take()
+				if err := runOps(ctx, tx, ops); err != nil {
+					return err
+				}
+				if cancelledAfterRunning(ops) {
+					return errRegroup
+				}
+				return nil
+			})
 		})
-		answered = len(ops)
+		answered += len(ops)
 		switch {
+		case ops == nil && err != nil && !isBusy(err):
+			answered += g.deliver(g.take(), err)
 		case err == nil:
 			g.deliver(ops, nil)
 		case errors.Is(err, errRegroup):
-			g.requeue(ops) // at once: the lock is free, nobody to wait for
+			g.putBack(ops) // at once: the lock is free, nobody to wait for
 		case isBusy(err):
-			g.requeue(ops)
+			g.putBack(ops)
 			if !g.hasWaiting() {
 				return nil // everyone left; nothing to retry
 			}
@@ -209,6 +227,47 @@ func (q *Queue) commitGroup() (answered int) {
 		return nil
 	})
 	return answered
+}
+
+// answerIdle asks the idle check of every waiting call that has one, once
+// per check (the calls of one Queue share it), and answers the calls found
+// idle, so that a group of idle Claims never takes the write lock. It
+// returns how many it answered.
+func (g *group) answerIdle(ctx context.Context, db execer) (int, error) {
+	g.mu.Lock()
+	var probes []*groupOp
+	for _, op := range g.waiting {
+		if op.state == opWaiting && op.idle != nil {
+			probes = append(probes, op)
+		}
+	}
+	g.mu.Unlock()
+	if len(probes) == 0 {
+		return 0, nil
+	}
+	idle := make(map[any]bool)
+	for _, op := range probes {
+		if _, asked := idle[op.idleKey]; asked {
+			continue
+		}
+		v, err := op.idle(ctx, db)
+		if err != nil {
+			return 0, err
+		}
+		idle[op.idleKey] = v
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := 0
+	for _, op := range probes {
+		if idle[op.idleKey] && op.state == opWaiting {
+			op.state = opLeft
+			close(op.done)
+			n++
+		}
+	}
+	g.prune()
+	return n, nil
 }
 
 // errRegroup ends a shared transaction in which a call ran whose context
@@ -263,11 +322,11 @@ func (g *group) take() []*groupOp {
 	return ops
 }
 
-// requeue puts the calls of a transaction that did not commit back at the
+// putBack puts the calls of a transaction that did not commit back at the
 // head of the list, in their order, where their callers may leave. A call
 // whose context already ended is answered with its context's error instead:
 // its caller may be blocked waiting for it, and nothing of it was written.
-func (g *group) requeue(ops []*groupOp) {
+func (g *group) putBack(ops []*groupOp) {
 	if len(ops) == 0 {
 		return
 	}
@@ -288,8 +347,8 @@ func (g *group) requeue(ops []*groupOp) {
 
 // deliver hands every call of a finished transaction its outcome: its own
 // if the transaction committed, the transaction's error if it did not (then
-// none of the calls took effect).
-func (g *group) deliver(ops []*groupOp, txErr error) {
+// none of the calls took effect). It returns how many it answered.
+func (g *group) deliver(ops []*groupOp, txErr error) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, op := range ops {
@@ -299,6 +358,7 @@ func (g *group) deliver(ops []*groupOp, txErr error) {
 		op.state = opLeft
 		close(op.done)
 	}
+	return len(ops)
 }
 
 // hasWaiting reports whether any caller still waits in the list.

@@ -209,12 +209,13 @@ func TestGroupCommitCallerCancelledAfterRunning(t *testing.T) {
 // own fencing.
 func TestGroupCommitFencesEachCall(t *testing.T) {
 	f := newFixture(t, leaseq.Options{})
-	f.enqueueBatch(leaseq.Job{ID: "a"}, leaseq.Job{ID: "b"}, leaseq.Job{ID: "c"})
+	f.enqueueBatch(leaseq.Job{ID: "a"})
 	stale := f.at(0).mustClaim("A", time.Second)
 	fresh := f.at(1000).mustClaim("B", time.Second)
 	if fresh.ID != "a" || fresh.Token != 2 {
 		t.Fatalf("1000ms claim: got %+v, want a with token 2", fresh)
 	}
+	f.enqueueBatch(leaseq.Job{ID: "b"}, leaseq.Job{ID: "c"})
 	f.at(1001)
 	release := f.lockFromOutside()
 

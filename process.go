@@ -6,28 +6,24 @@ import (
 	"time"
 )
 
-// Result is what Process did.
-type Result struct {
-	// Claim is the claim Process made; zero when Claimed is false.
-	Claim Claim
-	// Claimed reports whether a job was claimed (and send called).
-	Claimed bool
-	// Finished reports whether send returned nil and Finish accepted the
-	// result. Claimed && !Finished with a nil error means the lease ended
-	// (or the deadline passed) while send ran: another worker may already
-	// hold the job, so the result was refused.
-	Finished bool
-}
+// recordTimeout bounds the Finish that Process runs after its caller's
+// context ended: long enough for a commit behind a busy writer, short
+// enough that a shutdown is not held up.
+const recordTimeout = 5 * time.Second
 
 // Process claims one job for owner, calls send with it, and finishes the job
 // if send returned nil.
 //
 // send runs after the claim has committed, with no transaction or statement
 // of the queue open, so other connections and processes can write to the
-// queue while it works (SPEC rule 7). Its context ends when the lease does
-// (measured on the system clock from the time left on the queue's clock);
-// work that runs past it may be refused by Finish, and may have been done by
-// another worker too, which is why receivers must be idempotent by job ID.
+// queue while it works. Its context ends when the lease does (measured on
+// the system clock from the time left on the queue's clock); work that runs
+// past it may be refused by Finish, and may have been done by another worker
+// too, which is why receivers must be idempotent by job ID.
+//
+// When send returned nil, the Finish runs even if ctx ended meanwhile (on a
+// context that is not cancelled, bounded by a few seconds), so a shutdown
+// never leaves a delivered job leased until its lease runs out.
 //
 // If send fails, its error is returned wrapped (errors.Is finds it) and the
 // job stays leased until its lease ends; then it is claimable again. With
@@ -36,7 +32,7 @@ type Result struct {
 func (q *Queue) Process(ctx context.Context, owner string, lease time.Duration,
 	send func(context.Context, Claim) error) (Result, error) {
 	if send == nil {
-		return Result{}, fmt.Errorf("leaseq: process as %q: send is nil: %w", owner, ErrInvalid)
+		return Result{}, opError("process", as(owner), invalid("send is nil"))
 	}
 	c, ok, err := q.Claim(ctx, owner, lease)
 	if err != nil || !ok {
@@ -47,8 +43,10 @@ func (q *Queue) Process(ctx context.Context, owner string, lease time.Duration,
 	err = send(sendCtx, c)
 	cancel()
 	if err != nil {
-		return res, fmt.Errorf("leaseq: process %q (token %d): send: %w", c.ID, c.Token, err)
+		return res, opError("process", job(c.ID), fmt.Errorf("token %d: send: %w", c.Token, err))
 	}
-	res.Finished, err = q.Finish(ctx, c)
+	finishCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	res.Finished, err = q.Finish(finishCtx, c)
 	return res, err
 }

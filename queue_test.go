@@ -247,8 +247,9 @@ func TestClaimEmptyQueue(t *testing.T) {
 	}
 }
 
-// TestClaimOrder: jobs are claimed in enqueue order, and an expired lease
-// is claimable again in its place.
+// TestClaimOrder: among jobs of one priority, the one due earliest is
+// claimed first, then the one enqueued first; an expired lease is due from
+// its lease end.
 func TestClaimOrder(t *testing.T) {
 	f := newFixture(t, leaseq.Options{})
 	for _, id := range []string{"j1", "j2", "j3"} {
@@ -257,12 +258,18 @@ func TestClaimOrder(t *testing.T) {
 	if c := f.mustClaim("A", time.Second); c.ID != "j1" {
 		t.Fatalf("first claim: got %s, want j1", c.ID)
 	}
+	f.at(500)
 	if c := f.mustClaim("A", time.Second); c.ID != "j2" {
 		t.Fatalf("second claim: got %s, want j2", c.ID)
 	}
-	f.at(1000)
-	if c := f.mustClaim("B", time.Second); c.ID != "j1" || c.Token != 2 {
-		t.Fatalf("claim after the leases expired: got %s token %d, want j1 (enqueued first) token 2", c.ID, c.Token)
+	f.at(2000)
+	for _, want := range []struct {
+		id    string
+		token int64
+	}{{"j3", 1}, {"j1", 2}, {"j2", 2}} { // due at 0, 1000, 1500
+		if c := f.mustClaim("B", time.Second); c.ID != want.id || c.Token != want.token {
+			t.Fatalf("claim after the leases expired: got %s token %d, want %s token %d", c.ID, c.Token, want.id, want.token)
+		}
 	}
 }
 
@@ -327,9 +334,9 @@ func TestQuarantine(t *testing.T) {
 	t.Run("attempts used up and lease expired", func(t *testing.T) {
 		f := newFixture(t, leaseq.Options{})
 		f.enqueue(leaseq.Job{ID: "a", Qty: 1, MaxAttempts: 2})
-		f.enqueue(leaseq.Job{ID: "b", Qty: 2})
 		f.mustClaim("A", time.Second)               // a, attempt 1
 		f.at(1000).mustClaim("B", time.Second)      // a, attempt 2
+		f.enqueue(leaseq.Job{ID: "b", Qty: 2})      // due at 1000, as a will be
 		c := f.at(2000).mustClaim("C", time.Second) // a is quarantined first, so b
 		if c.ID != "b" || c.Token != 1 {
 			t.Fatalf("claim at 2000ms: got %s token %d, want b token 1", c.ID, c.Token)

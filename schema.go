@@ -11,52 +11,82 @@ import (
 var schemaSQL string
 
 // SchemaVersion is the schema version this package writes to PRAGMA
-// user_version. New refuses a database with a newer one rather than guess at
-// columns it does not know.
-const SchemaVersion = 1
+// user_version. New upgrades an older database and refuses a newer one
+// rather than guess at columns it does not know.
+const SchemaVersion = 2
 
-// migrate creates the schema if it is missing. It runs in one BEGIN
-// IMMEDIATE transaction, so when two processes call New on a fresh file at
-// once, one creates the table and sets user_version and the other, which
-// waited for the lock, finds the work done.
+// upgradeV1SQL turns a version-1 database (one queue, no delays or
+// priorities) into version 2, keeping every row, token and attempt count.
+// SQLite cannot add a UNIQUE (queue, id) constraint to a table, so the table
+// is rebuilt: the old indexes are dropped (version 2 reuses some of their
+// names), the old table set aside, the new schema created, the rows copied
+// into the queue "default" and the old table dropped. Pending jobs copy as
+// ready, leases as waiting for their lease end, as version 2 would have
+// written them.
+var upgradeV1SQL = []string{
+	`DROP INDEX IF EXISTS leaseq_jobs_pending`,
+	`DROP INDEX IF EXISTS leaseq_jobs_leased`,
+	`DROP INDEX IF EXISTS leaseq_jobs_doomed`,
+	`DROP INDEX IF EXISTS leaseq_jobs_pending_deadline`,
+	`ALTER TABLE leaseq_jobs RENAME TO leaseq_jobs_v1`,
+	schemaSQL,
+	`INSERT INTO leaseq_jobs (seq, queue, id, qty, payload, status, owner, token, attempts, max_attempts,
+		lease_until, deadline, reason, run_at, priority, due_at, ready, created_at, updated_at)
+	SELECT seq, '` + DefaultName + `', id, qty, payload, status, owner, token, attempts, max_attempts,
+		lease_until, deadline, reason, NULL, 0,
+		CASE status WHEN 'leased' THEN lease_until ELSE created_at END,
+		CASE status WHEN 'pending' THEN 1 ELSE 0 END,
+		created_at, updated_at
+	FROM leaseq_jobs_v1`,
+	`DROP TABLE leaseq_jobs_v1`,
+}
+
+// migrate creates the schema if it is missing and upgrades an older one. It
+// runs in one BEGIN IMMEDIATE transaction, so when several processes call
+// New on one file at once, one does the work and the others, which waited
+// for the lock, find it done; a failed upgrade leaves the old version whole.
 func (q *Queue) migrate(ctx context.Context) error {
-	return q.writeTx(ctx, func(tx execer) error {
+	return q.s.writeTx(ctx, nil, func(ctx context.Context, tx execer) error {
 		var v int
 		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 			return err
 		}
-		switch {
-		case v == SchemaVersion:
+		var script []string
+		switch v {
+		case SchemaVersion:
 			return nil
-		case v != 0:
-			return fmt.Errorf("database schema version is %d, this leaseq knows version %d or none: %w", v, SchemaVersion, ErrInvalid)
+		case 0:
+			script = []string{schemaSQL}
+		case 1:
+			script = upgradeV1SQL
+		default:
+			return fmt.Errorf("database schema version is %d, this leaseq knows version %d and older: %w", v, SchemaVersion, ErrInvalid)
 		}
-		if _, err := tx.ExecContext(ctx, schemaSQL); err != nil {
-			return err
+		for _, stmt := range script {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("schema version %d to %d: %w", v, SchemaVersion, err)
+			}
 		}
 		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion))
 		return err
 	})
 }
 
-// rollbackJournals are the journal modes New accepts. WAL keeps readers on
-// old snapshots, which a lease queue has no use for and which changes how
-// locks and durability behave (SPEC rule 9); OFF and MEMORY lose atomic
-// commit when the process dies.
+// rollbackJournals are the journal modes the queue writes in. WAL keeps
+// readers on old snapshots, which a lease queue has no use for and which
+// changes how locks and durability behave; OFF and MEMORY lose atomic commit
+// when the process dies. See README, "Why a rollback journal".
 var rollbackJournals = map[string]bool{"delete": true, "truncate": true, "persist": true}
 
-// checkJournal refuses a database whose journal mode is not a rollback
-// journal on disk.
-func (q *Queue) checkJournal(ctx context.Context) error {
+// journalProblem says why the journal mode of the connection db is not one
+// the queue writes in, or returns "".
+func journalProblem(ctx context.Context, db execer) (string, error) {
 	var mode string
-	err := q.readRetry(ctx, func(db execer) error {
-		return db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode)
-	})
-	if err != nil {
-		return err
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return "", err
 	}
 	if !rollbackJournals[strings.ToLower(mode)] {
-		return fmt.Errorf("database is in journal_mode=%s; leaseq needs a rollback journal on disk (DELETE, TRUNCATE or PERSIST): %w", mode, ErrInvalid)
+		return fmt.Sprintf("database is in journal_mode=%s; leaseq needs a rollback journal on disk (DELETE, TRUNCATE or PERSIST)", mode), nil
 	}
-	return nil
+	return "", nil
 }

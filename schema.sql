@@ -1,38 +1,64 @@
--- leaseq schema, version 1 (recorded in PRAGMA user_version).
+-- leaseq schema, version 2 (recorded in PRAGMA user_version).
 --
 -- One row per job. Times are integer Unix milliseconds taken from the queue's
--- clock. The partial indexes are what keep Claim's cost flat: every query
--- Claim runs is a range scan over rows that are pending, or leased, and never
--- touches done or quarantined rows, however many of them pile up.
+-- clock. Every index but the unique one on (queue, id) and the status index
+-- is partial: each holds only the rows one statement may take, which is what
+-- keeps the cost of a Claim flat however many done, quarantined, delayed or
+-- leased rows pile up beside the claimable ones.
 
 CREATE TABLE IF NOT EXISTS leaseq_jobs (
   -- Enqueue order. An alias of the rowid, so SQLite picks the next value from
   -- the end of the b-tree: no max(seq) scan on Enqueue.
   seq          INTEGER PRIMARY KEY,
-  id           TEXT    NOT NULL UNIQUE,
+  queue        TEXT    NOT NULL, -- Options.Name
+  id           TEXT    NOT NULL,
   qty          INTEGER NOT NULL CHECK (qty >= 0),
   payload      BLOB    NOT NULL,
   status       TEXT    NOT NULL CHECK (status IN ('pending', 'leased', 'done', 'quarantined')),
   owner        TEXT    NOT NULL DEFAULT '',
-  -- Fencing token: 0 before the first claim, +1 on every claim, never reused.
+  -- Fencing token: 0 before the first claim, +1 on every claim, never reused,
+  -- not even by a job enqueued again after a purge (see leaseq_purged).
   token        INTEGER NOT NULL DEFAULT 0,
   attempts     INTEGER NOT NULL DEFAULT 0,
   max_attempts INTEGER NOT NULL CHECK (max_attempts > 0),
   lease_until  INTEGER,          -- NULL until the first claim
   deadline     INTEGER,          -- NULL: no deadline
   reason       TEXT    NOT NULL DEFAULT '',
-  created_at   INTEGER NOT NULL,
-  updated_at   INTEGER NOT NULL
+  run_at       INTEGER,          -- Job.RunAt, or the end of a Release's delay; NULL: none
+  priority     INTEGER NOT NULL DEFAULT 0 CHECK (priority BETWEEN -100 AND 100),
+  -- When the job is or was due to become claimable: for a pending job
+  -- max(enqueue or release time, run_at), for a leased one lease_until.
+  due_at       INTEGER NOT NULL,
+  -- 1 once the job is known to be claimable, which puts it in
+  -- leaseq_jobs_ready. A job enqueued or released without delay is ready at
+  -- once; a delayed job or a lease waits in leaseq_jobs_waiting until a Claim
+  -- finds it due and sets this (claim.go, promoteSQL). Claim takes jobs only
+  -- from leaseq_jobs_ready, so priority order is one index's order.
+  ready        INTEGER NOT NULL DEFAULT 0 CHECK (ready IN (0, 1)),
+  created_at   INTEGER NOT NULL, -- enqueue time
+  updated_at   INTEGER NOT NULL, -- last change; for done and quarantined jobs, when they got there
+  UNIQUE (queue, id)
 );
 
--- Pending jobs in enqueue order: the first half of Claim's candidates.
-CREATE INDEX IF NOT EXISTS leaseq_jobs_pending ON leaseq_jobs (seq)
-  WHERE status = 'pending';
+-- The last token of every purged job, so that an ID enqueued again continues
+-- where the purged job's tokens ended and no claim from before the purge can
+-- ever match the new job (Purge).
+CREATE TABLE IF NOT EXISTS leaseq_purged (
+  queue TEXT    NOT NULL,
+  id    TEXT    NOT NULL,
+  token INTEGER NOT NULL,
+  PRIMARY KEY (queue, id)
+) WITHOUT ROWID;
 
--- Leases by end time: expired leases (the second half of Claim's candidates)
--- are a prefix of this index, live leases are never visited.
-CREATE INDEX IF NOT EXISTS leaseq_jobs_leased ON leaseq_jobs (lease_until)
-  WHERE status = 'leased';
+-- Claimable jobs in the order Claim takes them: highest priority first, then
+-- the one due earliest, then enqueue order (the rowid every index ends with).
+CREATE INDEX IF NOT EXISTS leaseq_jobs_ready ON leaseq_jobs (queue, priority DESC, due_at)
+  WHERE ready = 1;
+
+-- Delayed jobs and leases, by the instant they become claimable. A Claim
+-- promotes the due prefix to leaseq_jobs_ready; the rest is never visited.
+CREATE INDEX IF NOT EXISTS leaseq_jobs_waiting ON leaseq_jobs (queue, due_at)
+  WHERE ready = 0 AND status IN ('pending', 'leased');
 
 -- Leased jobs that the quarantine sweep may have to take, keyed by the
 -- instant from which it must: the lease end once the attempts are used up,
@@ -41,10 +67,18 @@ CREATE INDEX IF NOT EXISTS leaseq_jobs_leased ON leaseq_jobs (lease_until)
 -- the usual case, are not in it: a pile of expired leases that are simply
 -- waiting to be claimed again is never swept over on every Claim.
 CREATE INDEX IF NOT EXISTS leaseq_jobs_doomed ON leaseq_jobs
-  ((CASE WHEN attempts >= max_attempts THEN lease_until ELSE deadline END))
+  (queue, (CASE WHEN attempts >= max_attempts THEN lease_until ELSE deadline END))
   WHERE status = 'leased' AND (attempts >= max_attempts OR deadline IS NOT NULL);
 
 -- Pending jobs with a deadline, so the quarantine sweep finds the ones whose
 -- deadline passed without looking at the others.
-CREATE INDEX IF NOT EXISTS leaseq_jobs_pending_deadline ON leaseq_jobs (deadline)
+CREATE INDEX IF NOT EXISTS leaseq_jobs_pending_deadline ON leaseq_jobs (queue, deadline)
   WHERE status = 'pending' AND deadline IS NOT NULL;
+
+-- Every job by status in enqueue order: List's pages, and Stats' counts
+-- (due_at makes it cover them, so counting reads no table row).
+CREATE INDEX IF NOT EXISTS leaseq_jobs_status ON leaseq_jobs (queue, status, seq, due_at);
+
+-- Finished jobs by the time they finished, for Purge.
+CREATE INDEX IF NOT EXISTS leaseq_jobs_finished ON leaseq_jobs (queue, status, updated_at)
+  WHERE status IN ('done', 'quarantined');

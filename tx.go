@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -44,69 +45,87 @@ import (
 // willing to wait longer. The caller sees "database is locked" never, and its
 // context's error once it gives up.
 
-// execer is what the statements of a transaction run on (a *sql.Conn inside
-// writeTx, the *sql.DB for reads).
+// execer is what the statements of a transaction run on (a *writeConn
+// inside writeTx, the *sql.DB for reads, a caller's *sql.Tx in EnqueueTx).
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+// txFunc is the one shape of a call's work inside a write transaction: its
+// statements run on tx, on ctx. It may run more than once (a transaction
+// that hit SQLITE_BUSY is run again), so it must not have effects outside
+// the transaction.
+type txFunc func(ctx context.Context, tx execer) error
+
+// idleFunc, where a call has one, decides from a read, without the write
+// lock, that the call has nothing to do (an idle Claim; rule 23 in README's
+// "The rules"). It runs on the write connection outside any transaction.
+type idleFunc func(ctx context.Context, db execer) (idle bool, err error)
+
 // writeTx runs fn inside one BEGIN IMMEDIATE transaction and commits it,
-// retrying the whole transaction on SQLITE_BUSY. fn may run more than once,
-// so it must not have effects outside the transaction. On any error the
-// transaction is rolled back whole; once ctx is done the error is ctx's.
-func (q *Queue) writeTx(ctx context.Context, fn func(tx execer) error) error {
-	return q.asWriter(ctx, func() error {
-		return retryBusy(ctx, func() error { return q.immediate(ctx, fn) })
+// retrying the whole transaction on SQLITE_BUSY. If idle is not nil and
+// reports the call idle, no transaction is begun and fn never runs. On any
+// error the transaction is rolled back whole; once ctx is done the error is
+// ctx's.
+func (s *store) writeTx(ctx context.Context, idle idleFunc, fn txFunc) error {
+	return retryBusy(ctx, func() error {
+		return s.asWriter(ctx, func() error {
+			wc, err := s.writeConn(ctx)
+			if err != nil {
+				return err
+			}
+			if idle != nil {
+				done, err := idle(ctx, wc)
+				if err != nil || done {
+					s.afterTx(wc)
+					return err
+				}
+			}
+			return s.immediate(ctx, wc, fn)
+		})
 	})
 }
 
-// writeTxOnce is one try of writeTx: SQLITE_BUSY comes back to the caller
-// instead of being retried. The group committer (group.go) retries on its
-// own, because between two tries it must let the callers whose transaction
-// did not commit drop out if their contexts end.
-func (q *Queue) writeTxOnce(ctx context.Context, fn func(tx execer) error) error {
-	return q.asWriter(ctx, func() error { return q.immediate(ctx, fn) })
-}
-
-// asWriter runs do as the Queue's only writer. Writers of one process take
+// asWriter runs do as the store's only writer. Writers of one process take
 // turns here rather than on SQLite's file lock: the file lock is polled with
 // sleeps, this one hands over at once.
-func (q *Queue) asWriter(ctx context.Context, do func() error) error {
+func (s *store) asWriter(ctx context.Context, do func() error) error {
 	select {
-	case q.writer <- struct{}{}:
+	case s.writer <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	defer func() { <-q.writer }()
+	defer func() { <-s.writer }()
 	return do()
 }
 
-// immediate is one try of writeTx. The caller holds the writer's turn.
-func (q *Queue) immediate(ctx context.Context, fn func(tx execer) error) error {
-	wc, err := q.writeConn(ctx)
-	if err != nil {
-		return err
-	}
-	err = wc.transaction(ctx, fn)
-	if wc.broken || !q.pinWriteConn() {
-		// A connection abort threw away is closed already; take a new one
-		// next time. A failed transaction that was rolled back cleanly (a
-		// BUSY from another process, most often) keeps the connection and
-		// its prepared statements for the retry.
-		q.dropWriteConn(wc)
-	}
+// immediate is one try of a write transaction on wc. The caller holds the
+// writer's turn.
+func (s *store) immediate(ctx context.Context, wc *writeConn, fn txFunc) error {
+	err := wc.transaction(ctx, fn)
+	s.afterTx(wc)
 	return err
 }
 
+// afterTx keeps wc pinned for the next transaction, or gives it back. A
+// connection abort threw away is closed already; a failed transaction that
+// was rolled back cleanly (a BUSY from another process, most often) keeps
+// the connection and its prepared statements for the retry.
+func (s *store) afterTx(wc *writeConn) {
+	if wc.broken || !s.pinWriteConn() {
+		s.dropWriteConn(wc)
+	}
+}
+
 // transaction runs fn between BEGIN IMMEDIATE and COMMIT on wc.
-func (wc *writeConn) transaction(ctx context.Context, fn func(tx execer) error) error {
+func (wc *writeConn) transaction(ctx context.Context, fn txFunc) error {
 	if _, err := wc.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		// A BEGIN interrupted by ctx may still have taken effect.
 		return wc.abort(err)
 	}
-	err := fn(wc)
+	err := fn(ctx, wc)
 	if err == nil {
 		err = ctx.Err()
 	}
@@ -157,60 +176,84 @@ const pinMinPool = 4
 var writeConnIdle = time.Second
 
 // writeConn returns the pinned write connection, taking one from the pool
-// if there is none.
-func (q *Queue) writeConn(ctx context.Context) (*writeConn, error) {
-	if q.wc != nil {
-		return q.wc, nil
+// if there is none. A connection taken from the pool is checked for a
+// rollback journal (a database switched to WAL after New is refused here),
+// and a pinned one is not used once db.Close has been called. The caller
+// holds the writer's turn.
+func (s *store) writeConn(ctx context.Context) (*writeConn, error) {
+	if s.closed {
+		return nil, ErrClosed
 	}
-	conn, err := q.db.Conn(ctx)
+	if err := dbClosed(s.db); err != nil {
+		if s.wc != nil {
+			s.dropWriteConn(s.wc)
+		}
+		return nil, err
+	}
+	if s.wc != nil {
+		return s.wc, nil
+	}
+	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	q.wc = &writeConn{conn: conn}
-	return q.wc, nil
+	wc := &writeConn{conn: conn}
+	why, err := retryBusyOnce(ctx, func() (string, error) { return journalProblem(ctx, wc) })
+	if err == nil && why != "" {
+		err = fmt.Errorf("%s: %w", why, ErrInvalid)
+	}
+	if err != nil {
+		s.dropWriteConn(wc)
+		return nil, err
+	}
+	s.wc = wc
+	return wc, nil
 }
 
 // pinWriteConn reports whether the write connection may stay pinned after a
 // transaction, and if so marks it used.
-func (q *Queue) pinWriteConn() bool {
-	if max := q.db.Stats().MaxOpenConnections; max != 0 && max < pinMinPool {
+func (s *store) pinWriteConn() bool {
+	if max := s.db.Stats().MaxOpenConnections; max != 0 && max < pinMinPool {
 		return false
 	}
-	wc := q.wc
+	wc := s.wc
+	if wc == nil {
+		return false
+	}
 	wc.used = time.Now()
 	if wc.idle == nil {
-		wc.idle = time.AfterFunc(q.writeIdle, func() { q.releaseIdle(wc) })
+		wc.idle = time.AfterFunc(s.writeIdle, func() { s.releaseIdle(wc) })
 	}
 	return true
 }
 
 // releaseIdle gives wc back to the pool if it has not been used for
 // writeConnIdle, or looks again when that much time will have passed.
-func (q *Queue) releaseIdle(wc *writeConn) {
-	q.writer <- struct{}{}
-	defer func() { <-q.writer }()
-	if q.wc != wc {
+func (s *store) releaseIdle(wc *writeConn) {
+	s.writer <- struct{}{}
+	defer func() { <-s.writer }()
+	if s.wc != wc {
 		return // dropped already
 	}
-	if wait := q.writeIdle - time.Since(wc.used); wait > 0 {
+	if wait := s.writeIdle - time.Since(wc.used); wait > 0 {
 		wc.idle.Reset(wait)
 		return
 	}
-	q.dropWriteConn(wc)
+	s.dropWriteConn(wc)
 }
 
 // dropWriteConn closes wc's statements and gives its connection back. The
 // caller holds the writer's turn.
-func (q *Queue) dropWriteConn(wc *writeConn) {
+func (s *store) dropWriteConn(wc *writeConn) {
 	if wc.idle != nil {
 		wc.idle.Stop()
 	}
-	for _, s := range wc.stmts {
-		s.Close()
+	for _, st := range wc.stmts {
+		st.Close()
 	}
 	wc.conn.Close()
-	if q.wc == wc {
-		q.wc = nil
+	if s.wc == wc {
+		s.wc = nil
 	}
 }
 
@@ -270,10 +313,22 @@ func (wc *writeConn) abort(cause error) error {
 	return cause
 }
 
-// readRetry runs a read, retrying SQLITE_BUSY: in rollback-journal mode a
-// reader is locked out while another connection commits.
-func (q *Queue) readRetry(ctx context.Context, fn func(db execer) error) error {
-	return retryBusy(ctx, func() error { return fn(q.db) })
+// readRetry runs a read on the pool, retrying SQLITE_BUSY: in
+// rollback-journal mode a reader is locked out while another connection
+// commits.
+func (s *store) readRetry(ctx context.Context, fn func(db execer) error) error {
+	return retryBusy(ctx, func() error { return fn(s.db) })
+}
+
+// retryBusyOnce is retryBusy for an operation that returns a value.
+func retryBusyOnce[T any](ctx context.Context, op func() (T, error)) (T, error) {
+	var v T
+	err := retryBusy(ctx, func() error {
+		var err error
+		v, err = op()
+		return err
+	})
+	return v, err
 }
 
 // Backoff bounds for retryBusy. The cap is short because a commit here

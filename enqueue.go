@@ -1,0 +1,167 @@
+package leaseq
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Enqueue adds a job as pending, claimable from j.RunAt (at once if zero).
+// Invalid input is an error wrapping ErrInvalid that names the field; an ID
+// already in the queue, in whatever state, is ErrDuplicate. Either way
+// nothing is written. An ID that was purged may be enqueued again; its
+// tokens continue where the purged job's ended (see Purge).
+func (q *Queue) Enqueue(ctx context.Context, j Job) error {
+	if err := q.usable(); err != nil {
+		return opError("enqueue", job(j.ID), err)
+	}
+	now := q.now()
+	if err := problem(q.jobProblem(j, now)); err != nil {
+		return opError("enqueue", job(j.ID), err)
+	}
+	err := q.groupTx(ctx, nil, func(ctx context.Context, tx execer) error { return q.insert(ctx, tx, j, now) })
+	if err != nil {
+		return opError("enqueue", job(j.ID), err)
+	}
+	return nil
+}
+
+// EnqueueBatch adds jobs as pending, all or nothing, in one transaction. An
+// invalid job is an error wrapping ErrInvalid that names its index and
+// field; an ID that appears twice in jobs, or is already in the queue in
+// whatever state, is ErrDuplicate naming it. On any error nothing is
+// written. An empty batch does nothing.
+func (q *Queue) EnqueueBatch(ctx context.Context, jobs []Job) error {
+	const op = "enqueue batch"
+	if err := q.usable(); err != nil {
+		return opError(op, "", err)
+	}
+	now := q.now()
+	if err := q.batchProblem(jobs, now); err != nil {
+		return opError(op, "", err)
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	bad := -1 // the job whose INSERT failed, if one did
+	err := q.s.writeTx(ctx, nil, func(ctx context.Context, tx execer) error {
+		bad = -1
+		for i, j := range jobs {
+			if err := q.insert(ctx, tx, j, now); err != nil {
+				bad = i
+				return err
+			}
+		}
+		return nil
+	})
+	switch {
+	case err == nil:
+		return nil
+	case bad >= 0:
+		return opError(op, entry("jobs", bad, jobs[bad].ID), err)
+	default:
+		return opError(op, "", err)
+	}
+}
+
+// EnqueueTx adds jobs inside the caller's own transaction tx, so that they
+// are enqueued exactly if the caller's other writes commit: an order row
+// and the job that ships it, say. tx must belong to the queue's database.
+// The jobs become visible, and claimable, when the caller commits; the
+// caller commits or rolls back, never the queue.
+//
+// It is all or nothing within tx: an invalid job is ErrInvalid, an ID
+// repeated in jobs or already in the queue is ErrDuplicate, naming jobs[i],
+// and then none of the call's jobs are written even if the caller commits.
+// The call runs inside a savepoint, so tx stays usable after such an error.
+//
+// On SQLite, begin tx as an IMMEDIATE transaction (Open's DSN makes
+// db.BeginTx do so): a deferred transaction that read before its first
+// write gets SQLITE_BUSY at once, whatever the busy timeout, if another
+// connection wrote meanwhile, and then the caller must roll back and try
+// again. While tx is open the file's write lock is the caller's, so the
+// queue's own writers, on every connection, wait for it: keep tx short.
+// A context cancelled while a statement runs makes SQLite roll back the
+// whole of tx.
+func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, jobs ...Job) error {
+	const op = "enqueue tx"
+	if err := q.usable(); err != nil {
+		return opError(op, "", err)
+	}
+	if tx == nil {
+		return opError(op, "", invalid("tx is nil"))
+	}
+	now := q.now()
+	if err := q.batchProblem(jobs, now); err != nil {
+		return opError(op, "", err)
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT leaseq_enqueue"); err != nil {
+		return opError(op, "", err)
+	}
+	for i, j := range jobs {
+		if err := q.insert(ctx, tx, j, now); err != nil {
+			_, rbErr := tx.ExecContext(context.WithoutCancel(ctx), "ROLLBACK TO SAVEPOINT leaseq_enqueue")
+			_, relErr := tx.ExecContext(context.WithoutCancel(ctx), "RELEASE SAVEPOINT leaseq_enqueue")
+			return opError(op, entry("jobs", i, j.ID), errors.Join(err, rbErr, relErr))
+		}
+	}
+	if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT leaseq_enqueue"); err != nil {
+		return opError(op, "", err)
+	}
+	return nil
+}
+
+// batchProblem validates the jobs of one batch call at time now: each job,
+// and no ID twice.
+func (q *Queue) batchProblem(jobs []Job, now int64) error {
+	first := make(map[string]int, len(jobs))
+	for i, j := range jobs {
+		if why := q.jobProblem(j, now); why != "" {
+			return fmt.Errorf("%s: %w", entry("jobs", i, j.ID), problem(why))
+		}
+		if k, seen := first[j.ID]; seen {
+			return fmt.Errorf("%s has the ID of jobs[%d]: %w", entry("jobs", i, j.ID), k, ErrDuplicate)
+		}
+		first[j.ID] = i
+	}
+	return nil
+}
+
+// insertSQL writes one job. A job whose ID was purged starts from the
+// purged job's last token (leaseq_purged); any other from 0. A job due at
+// once goes straight into leaseq_jobs_ready.
+const insertSQL = `
+INSERT INTO leaseq_jobs (queue, id, qty, payload, status, max_attempts, deadline, run_at, priority,
+    due_at, ready, token, created_at, updated_at)
+VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6, ?7, ?8, ?9, ?9 <= ?10,
+    coalesce((SELECT token FROM leaseq_purged WHERE queue = ?1 AND id = ?2), 0), ?10, ?10)`
+
+// insert writes one validated job at time now. A unique-constraint failure
+// on (queue, id) becomes ErrDuplicate; the failed INSERT changed nothing.
+func (q *Queue) insert(ctx context.Context, tx execer, j Job, now int64) error {
+	maxAttempts := j.MaxAttempts
+	if maxAttempts == 0 {
+		maxAttempts = q.maxAttempts
+	}
+	payload := j.Payload
+	if payload == nil {
+		payload = []byte{} // a nil []byte binds as NULL
+	}
+	runAt := nullMillis(j.RunAt)
+	due := now
+	if runAt.Valid && runAt.Int64 > now {
+		due = runAt.Int64
+	}
+	_, err := tx.ExecContext(ctx, insertSQL, q.name, j.ID, j.Qty, payload, maxAttempts,
+		nullMillis(j.Deadline), runAt, j.Priority, due, now)
+	if isCode(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE) || isCode(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY) {
+		return ErrDuplicate
+	}
+	return err
+}

@@ -1,0 +1,63 @@
+package leaseq
+
+import (
+	"context"
+	"time"
+)
+
+// releaseSQL puts the job back to pending, due at now + ?6 ms, with the
+// reason ?7 — or quarantines it at once, with the reason ?8 or ?9, when its
+// attempts are used up or the delay would end at or after its deadline
+// (it could never be finished). The token and the attempts stay, so the
+// next claim still gets a new token. A job due at once goes straight into
+// leaseq_jobs_ready.
+const releaseSQL = `
+UPDATE leaseq_jobs
+SET status = CASE WHEN attempts >= max_attempts OR ?5 + ?6 >= coalesce(deadline, ?5 + ?6 + 1)
+        THEN 'quarantined' ELSE 'pending' END,
+    reason = CASE WHEN attempts >= max_attempts THEN ?8
+        WHEN ?5 + ?6 >= coalesce(deadline, ?5 + ?6 + 1) THEN ?9 ELSE ?7 END,
+    ready = (?6 = 0 AND attempts < max_attempts),
+    run_at = ?5 + ?6, due_at = ?5 + ?6, lease_until = ?5, updated_at = ?5` + fenceSQL
+
+// Release gives the job of c back, if c is still the job's current lease
+// (the fence of Finish): it becomes pending again, claimable from now +
+// delay, with reason stored. The token is kept (the next claim still gets
+// +1) and the attempt stays counted. If the attempts are used up, or now +
+// delay is at or after the deadline, the job is quarantined at once
+// instead, with a reason that says so and ends with reason. Either way a
+// Release whose fence matched returns true; a refused one returns false and
+// leaves the row as it was. delay must not be negative. A reason is never
+// refused; see Fail for how it is stored.
+func (q *Queue) Release(ctx context.Context, c Claim, delay time.Duration, reason string) (bool, error) {
+	_, ok, err := q.settle(ctx, "release", releaseFenced(c, delay, reason), delayProblem(delay))
+	return ok, err
+}
+
+// releaseFenced is the fenced statement of Release.
+func releaseFenced(c Claim, delay time.Duration, reason string) fenced {
+	return fenced{c: c, query: releaseSQL, args: []any{delay.Milliseconds(), cleanReason(reason),
+		cleanReason("max attempts reached, released: " + reason),
+		cleanReason("released past the deadline: " + reason)}}
+}
+
+// failSQL quarantines the job with the reason ?6.
+const failSQL = `UPDATE leaseq_jobs SET status = 'quarantined', ready = 0, reason = ?6, updated_at = ?5` + fenceSQL
+
+// Fail quarantines the job of c at once with reason, if c is still the
+// job's current lease (the fence of Finish): for work that retrying cannot
+// fix. It stays quarantined until Requeue. A refused Fail returns false and
+// leaves the row as it was.
+//
+// A reason is stored cleaned, never refused: invalid UTF-8 becomes U+FFFD,
+// NUL bytes are dropped, and it is cut to MaxReasonLen bytes at a character
+// boundary.
+func (q *Queue) Fail(ctx context.Context, c Claim, reason string) (bool, error) {
+	_, ok, err := q.settle(ctx, "fail", failFenced(c, reason), "")
+	return ok, err
+}
+
+// failFenced is the fenced statement of Fail.
+func failFenced(c Claim, reason string) fenced {
+	return fenced{c: c, query: failSQL, args: []any{cleanReason(reason)}}
+}

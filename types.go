@@ -1,0 +1,139 @@
+package leaseq
+
+import "time"
+
+// Status is where a job is in its life.
+type Status string
+
+// The states of a job. A job moves pending → leased → done, or to
+// quarantined when it can no longer be finished, fails, or is cancelled; a
+// leased job whose lease ran out is claimable again, and a released one is
+// pending again.
+const (
+	StatusPending     Status = "pending"
+	StatusLeased      Status = "leased"
+	StatusDone        Status = "done"
+	StatusQuarantined Status = "quarantined"
+)
+
+// Job is a unit of work to enqueue.
+type Job struct {
+	// ID names the business job (an order). It is unique in its queue, at
+	// most MaxIDLen bytes of UTF-8 without NUL; receivers de-duplicate on it.
+	ID string
+	// Qty is the job's quantity, carried to the worker; never negative.
+	Qty int
+	// Payload is opaque to the queue, stored byte for byte, at most
+	// Options.MaxPayload bytes.
+	Payload []byte
+	// Deadline is when the job stops being worth doing. The zero value means
+	// no deadline. No lease runs past it, and no Finish is accepted at or
+	// after it.
+	Deadline time.Time
+	// MaxAttempts is how many claims the job gets; 0 means the queue's
+	// default.
+	MaxAttempts int
+	// RunAt is when the job becomes claimable; the zero value (or any
+	// instant not after now) means at once. It must be before Deadline.
+	RunAt time.Time
+	// Priority orders claimable jobs: a Claim never takes a job while a
+	// claimable job of higher priority waits in the same queue. From
+	// MinPriority to MaxPriority; 0 is the default.
+	Priority int
+}
+
+// The range of Job.Priority.
+const (
+	MinPriority = -100
+	MaxPriority = 100
+)
+
+// Claim is a worker's proof of one lease generation of a job. Pass it back
+// unchanged to Finish, Extend, Release or Fail: each compares its ID, Owner
+// and Token with the current row.
+type Claim struct {
+	ID      string
+	Qty     int
+	Payload []byte
+	// Owner is the worker name given to Claim. It is for people reading
+	// logs: a restarted worker has the same name, so it never suffices to
+	// finish a job on its own.
+	Owner string
+	// Token is the fencing token: the job's lease generation, one more than
+	// the last claim's (1 for the first claim of a new ID). A token is a
+	// sequence number, not a credential: it grants nothing and
+	// authenticates nobody.
+	Token int64
+	// Attempt counts the claims of this job, this one included.
+	Attempt int
+	// LeaseUntil is when the lease ends: min(now+lease, Deadline). At that
+	// instant the lease is already over.
+	LeaseUntil time.Time
+	// Deadline is the job's deadline; zero means none.
+	Deadline time.Time
+	// Priority is the job's priority.
+	Priority int
+}
+
+// State is a snapshot of one job's row, as Get and List return it.
+type State struct {
+	ID          string
+	Queue       string
+	Qty         int
+	Payload     []byte
+	Status      Status
+	Owner       string // the last owner to claim it; empty before the first claim
+	Token       int64  // the last claim's token; 0 before the first claim of a new ID
+	Attempts    int    // how many times it was claimed (since the last Requeue)
+	MaxAttempts int
+	LeaseUntil  time.Time // when the last lease ended or ends; zero before the first claim
+	Deadline    time.Time // zero: no deadline
+	RunAt       time.Time // zero: no delay
+	Priority    int
+	// Reason is the text of the last Release, Fail or Cancel, or why the
+	// job was quarantined.
+	Reason     string
+	EnqueuedAt time.Time
+	UpdatedAt  time.Time // the last change to the row
+}
+
+// Stats counts one queue's jobs by where they are. It is a snapshot taken
+// at one instant of the queue's clock.
+type Stats struct {
+	Pending     int // pending and due (run_at <= now); ended leases are counted in Expired
+	Scheduled   int // pending, run_at in the future
+	Leased      int // live leases
+	Expired     int // leases that ended, not claimed again yet
+	Done        int
+	Quarantined int
+	// OldestReady is since when the longest-waiting claimable job has been
+	// claimable: max(enqueue time, run_at) for a pending job, lease_until
+	// for an ended lease; zero if nothing is claimable.
+	OldestReady time.Time
+}
+
+// Filter selects a page of List.
+type Filter struct {
+	Status  Status // "": every status
+	AfterID string // "": from the start; else the page after this job, in enqueue order
+	Limit   int    // 0: DefaultListLimit; at most MaxListLimit
+}
+
+// Page sizes of List.
+const (
+	DefaultListLimit = 100
+	MaxListLimit     = 1000
+)
+
+// Result is what Process did.
+type Result struct {
+	// Claim is the claim Process made; zero when Claimed is false.
+	Claim Claim
+	// Claimed reports whether a job was claimed (and send called).
+	Claimed bool
+	// Finished reports whether send returned nil and Finish accepted the
+	// result. Claimed && !Finished with a nil error means the lease ended
+	// (or the deadline passed) while send ran: another worker may already
+	// hold the job, so the result was refused.
+	Finished bool
+}

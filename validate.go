@@ -1,0 +1,107 @@
+package leaseq
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Validators. Each xxxProblem says what is wrong with its argument, naming
+// the field, or returns "" when nothing is; problem turns the answer into
+// an ErrInvalid error. A call validates everything before it writes.
+
+// MaxIDLen is the longest job ID, owner name or queue name, in bytes.
+const MaxIDLen = 255
+
+// MaxReasonLen is the longest reason stored, in bytes; a longer one is cut.
+const MaxReasonLen = 1024
+
+// nameProblem validates a job ID, an owner or a queue name. Names are
+// stored as text, which is meant to be UTF-8 and which several SQL functions
+// cut at a NUL byte; refusing both keeps every stored name byte for byte
+// what the caller passed.
+func nameProblem(what, s string) string {
+	switch {
+	case s == "":
+		return what + " is empty"
+	case len(s) > MaxIDLen:
+		return fmt.Sprintf("%s is %d bytes, over the limit of %d", what, len(s), MaxIDLen)
+	case !utf8.ValidString(s):
+		return what + " is not valid UTF-8"
+	}
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return fmt.Sprintf("%s has a NUL byte at offset %d", what, i)
+	}
+	return ""
+}
+
+// jobProblem validates j against the queue's limits at time now.
+func (q *Queue) jobProblem(j Job, now int64) string {
+	if why := nameProblem("ID", j.ID); why != "" {
+		return why
+	}
+	switch {
+	case j.Qty < 0:
+		return fmt.Sprintf("Qty %d is negative", j.Qty)
+	case j.MaxAttempts < 0:
+		return fmt.Sprintf("MaxAttempts %d is negative", j.MaxAttempts)
+	case len(j.Payload) > q.maxPayload:
+		return fmt.Sprintf("Payload is %d bytes, over the limit of %d", len(j.Payload), q.maxPayload)
+	case j.Priority < MinPriority || j.Priority > MaxPriority:
+		return fmt.Sprintf("Priority %d is outside %d..%d", j.Priority, MinPriority, MaxPriority)
+	case !j.Deadline.IsZero() && toMillis(j.Deadline) <= now:
+		return fmt.Sprintf("deadline %s is not after now %s", fmtMillis(toMillis(j.Deadline)), fmtMillis(now))
+	case !j.Deadline.IsZero() && !j.RunAt.IsZero() && toMillis(j.RunAt) >= toMillis(j.Deadline):
+		return fmt.Sprintf("RunAt %s is not before the deadline %s", fmtMillis(toMillis(j.RunAt)), fmtMillis(toMillis(j.Deadline)))
+	}
+	return ""
+}
+
+// claimProblem says why c cannot be a claim that Claim returned.
+func claimProblem(c Claim) string {
+	switch {
+	case c.ID == "":
+		return "claim has an empty ID"
+	case c.Owner == "":
+		return "claim has an empty owner"
+	case c.Token <= 0:
+		return fmt.Sprintf("claim token %d is not positive", c.Token)
+	}
+	return ""
+}
+
+// leaseProblem validates a lease length: the queue's clock counts whole
+// milliseconds, so a shorter lease would end the instant it began.
+func leaseProblem(lease time.Duration) string {
+	if lease < time.Millisecond {
+		return fmt.Sprintf("lease %v is under the 1ms resolution of the queue's clock", lease)
+	}
+	return ""
+}
+
+// delayProblem validates a Release delay.
+func delayProblem(delay time.Duration) string {
+	if delay < 0 {
+		return fmt.Sprintf("delay %v is negative", delay)
+	}
+	return ""
+}
+
+// cleanReason makes a reason storable on every engine without refusing it:
+// invalid UTF-8 becomes U+FFFD, NUL bytes are dropped, and what is left is
+// cut to at most MaxReasonLen bytes at a character boundary.
+func cleanReason(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	s = strings.ReplaceAll(s, "\x00", "")
+	if len(s) <= MaxReasonLen {
+		return s
+	}
+	cut := MaxReasonLen
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
