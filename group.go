@@ -71,10 +71,10 @@ type groupOp struct {
 	// with the same idleKey (their Queue) share one answer.
 	idle    idleFunc
 	idleKey any
-	state opState // guarded by group.mu
-	err   error   // the call's outcome, set before done is closed
-	ran   bool    // run was called in the current transaction
-	done  chan struct{}
+	state   opState // guarded by group.mu
+	err     error   // the call's outcome, set before done is closed
+	ran     bool    // run was called in the current transaction
+	done    chan struct{}
 }
 
 // opState is where a groupOp is; it decides whether the caller may still
