@@ -50,8 +50,8 @@ func ExampleQueue_Stats() {
 	if _, err := q.Finish(ctx, claim(time.Minute)); err != nil { // job-1: done
 		panic(err)
 	}
-	claim(10 * time.Second) // job-2: its worker will vanish
-	claim(time.Minute)      // job-3: still being worked on
+	claim(10 * time.Second)                                                 // job-2: its worker will vanish
+	claim(time.Minute)                                                      // job-3: still being worked on
 	if _, err := q.Fail(ctx, claim(time.Minute), "bad input"); err != nil { // job-4
 		panic(err)
 	}
