@@ -47,12 +47,14 @@ func ExampleQueue_Stats() {
 		}
 		return c
 	}
-	if _, err := q.Finish(ctx, claim(time.Minute)); err != nil { // job-1: done
+	done := claim(time.Minute)   // job-1
+	claim(10 * time.Second)      // job-2: its worker will vanish
+	claim(time.Minute)           // job-3: still being worked on
+	failed := claim(time.Minute) // job-4
+	if _, err := q.Finish(ctx, done); err != nil {
 		panic(err)
 	}
-	claim(10 * time.Second)                                                 // job-2: its worker will vanish
-	claim(time.Minute)                                                      // job-3: still being worked on
-	if _, err := q.Fail(ctx, claim(time.Minute), "bad input"); err != nil { // job-4
+	if _, err := q.Fail(ctx, failed, "bad input"); err != nil {
 		panic(err)
 	}
 	clock.Advance(10 * time.Second) // job-2's lease ends
