@@ -22,9 +22,11 @@ import (
 //
 // With nothing claimable, ok is false and err nil; that answer comes from a
 // read, without taking the write lock, so idle workers polling a queue do
-// not slow its writers. owner must be a non-empty name of at most MaxIDLen
-// bytes; lease is truncated to the millisecond and must be at least one.
-// Claim holds no lock once it returns.
+// not slow its writers. owner must be a non-empty name of at most
+// [MaxIDLen] bytes; lease is truncated to the millisecond and must be at
+// least one, or the error wraps [ErrInvalid]. Claim holds no lock once it
+// returns. Pass the claim to [Queue.Finish], [Queue.Extend],
+// [Queue.Release] or [Queue.Fail].
 func (q *Queue) Claim(ctx context.Context, owner string, lease time.Duration) (Claim, bool, error) {
 	cs, err := q.claimN(ctx, "claim", owner, lease, 1, q.groupTx)
 	if err != nil || len(cs) == 0 {
@@ -33,13 +35,13 @@ func (q *Queue) Claim(ctx context.Context, owner string, lease time.Duration) (C
 	return cs[0], true, nil
 }
 
-// ClaimBatch leases up to max claimable jobs to owner for lease, in one
-// transaction, and returns them in the order Claim would have taken them
-// one by one (highest priority first, then enqueue order). Each job is
-// claimed exactly as Claim would claim it: its own new token and attempt,
-// its lease capped at its deadline, and the same quarantine sweep first.
-// With nothing claimable the result is an empty slice and a nil error. max
-// must be at least 1; owner and lease are checked as in Claim.
+// ClaimBatch leases to owner for lease, in one transaction, up to max of the
+// jobs [Queue.Claim] would have taken one by one, and returns them highest
+// priority first, then in enqueue order. Each job is claimed exactly as
+// Claim would claim it: its own new token and attempt, its lease capped at
+// its deadline, and the same quarantine sweep first. With nothing claimable
+// the result is an empty slice and a nil error, decided without the write
+// lock. max must be at least 1; owner and lease are checked as in Claim.
 func (q *Queue) ClaimBatch(ctx context.Context, owner string, lease time.Duration, max int) ([]Claim, error) {
 	if max < 1 {
 		return nil, opError("claim batch", as(owner), invalid("max %d is not positive", max))

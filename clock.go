@@ -54,9 +54,9 @@ func (c *ManualClock) Advance(d time.Duration) {
 // timeFormat is how instants appear in error messages.
 const timeFormat = time.RFC3339Nano
 
-// toMillis is the one place an instant becomes a stored value (SPEC rule 8):
-// integer Unix milliseconds, truncated, so that what is compared is what is
-// stored.
+// toMillis is the one place an instant becomes a stored value (rule 8 in
+// README's "The rules"): integer Unix milliseconds, truncated, so that what
+// is compared is what is stored.
 func toMillis(t time.Time) int64 { return t.UnixMilli() }
 
 // fromMillis turns a stored instant back into a time.Time in UTC.

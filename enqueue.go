@@ -10,10 +10,10 @@ import (
 )
 
 // Enqueue adds a job as pending, claimable from j.RunAt (at once if zero).
-// Invalid input is an error wrapping ErrInvalid that names the field; an ID
-// already in the queue, in whatever state, is ErrDuplicate. Either way
+// Invalid input is an error wrapping [ErrInvalid] that names the field; an
+// ID already in the queue, in whatever state, is [ErrDuplicate]. Either way
 // nothing is written. An ID that was purged may be enqueued again; its
-// tokens continue where the purged job's ended (see Purge).
+// tokens continue where the purged job's ended (see [Queue.Purge]).
 func (q *Queue) Enqueue(ctx context.Context, j Job) error {
 	if err := q.usable(); err != nil {
 		return opError("enqueue", job(j.ID), err)
@@ -29,11 +29,11 @@ func (q *Queue) Enqueue(ctx context.Context, j Job) error {
 	return nil
 }
 
-// EnqueueBatch adds jobs as pending, all or nothing, in one transaction. An
-// invalid job is an error wrapping ErrInvalid that names its index and
-// field; an ID that appears twice in jobs, or is already in the queue in
-// whatever state, is ErrDuplicate naming it. On any error nothing is
-// written. An empty batch does nothing.
+// EnqueueBatch adds jobs as [Queue.Enqueue] would, all or nothing, in one
+// transaction. An invalid job is an error wrapping [ErrInvalid] that names
+// its index and field; an ID that appears twice in jobs, or is already in
+// the queue in whatever state, is [ErrDuplicate] naming it. On any error
+// nothing is written. An empty batch does nothing.
 func (q *Queue) EnqueueBatch(ctx context.Context, jobs []Job) error {
 	const op = "enqueue batch"
 	if err := q.usable(); err != nil {
@@ -69,23 +69,28 @@ func (q *Queue) EnqueueBatch(ctx context.Context, jobs []Job) error {
 
 // EnqueueTx adds jobs inside the caller's own transaction tx, so that they
 // are enqueued exactly if the caller's other writes commit: an order row
-// and the job that ships it, say. tx must belong to the queue's database.
-// The jobs become visible, and claimable, when the caller commits; the
-// caller commits or rolls back, never the queue.
+// and the job that ships it, say. tx must belong to the queue's database
+// ([Queue.DB]). The jobs become visible, and claimable, when the caller
+// commits; the caller commits or rolls back, never the queue. Their enqueue
+// time, and the check that a deadline is still ahead, are the queue's clock
+// at the call.
 //
-// It is all or nothing within tx: an invalid job is ErrInvalid, an ID
-// repeated in jobs or already in the queue is ErrDuplicate, naming jobs[i],
-// and then none of the call's jobs are written even if the caller commits.
-// The call runs inside a savepoint, so tx stays usable after such an error.
+// It is all or nothing within tx: an invalid job is [ErrInvalid], an ID
+// repeated in jobs or already in the queue is [ErrDuplicate], naming
+// jobs[i], and then none of the call's jobs are written even if the caller
+// commits. The call runs inside a savepoint, so tx stays usable after such
+// an error.
 //
-// On SQLite, begin tx as an IMMEDIATE transaction (Open's DSN makes
+// On SQLite, begin tx as an IMMEDIATE transaction ([Open]'s DSN makes
 // db.BeginTx do so): a deferred transaction that read before its first
 // write gets SQLITE_BUSY at once, whatever the busy timeout, if another
 // connection wrote meanwhile, and then the caller must roll back and try
 // again. While tx is open the file's write lock is the caller's, so the
-// queue's own writers, on every connection, wait for it: keep tx short.
-// A context cancelled while a statement runs makes SQLite roll back the
-// whole of tx.
+// queue's own writers, on every connection, wait for it: keep tx short, and
+// do not call the queue's writing methods from the goroutine that holds tx
+// open — they would wait for a commit that cannot come (with a Background
+// context, forever). A context cancelled while a statement runs makes
+// SQLite roll back the whole of tx.
 func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, jobs ...Job) error {
 	const op = "enqueue tx"
 	if err := q.usable(); err != nil {

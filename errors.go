@@ -6,15 +6,17 @@ import (
 	"strconv"
 )
 
-// Errors a caller can match with errors.Is. Each returned error wraps one of
-// them with the operation, what it was about (a job ID, an owner, a batch
-// entry) and the reason, for example
+// Errors a caller can match with [errors.Is]. Each returned error wraps one
+// of them (or [ErrClosed], a context's error, or the database's) with the
+// operation, what it was about (a job ID, an owner, a batch entry) and the
+// reason, for example
 //
 //	leaseq: enqueue "order-7": deadline 2026-01-01T00:00:00Z is not after now 2026-01-01T00:00:01Z: invalid argument
 //
-// A refused Finish, Extend, Release or Fail (stale token, lease over, ...) is
-// not an error: it is false with a nil error, because it is the expected
-// outcome for a late worker, not a failure to reach the database.
+// A refused [Queue.Finish], [Queue.Extend], [Queue.Release] or [Queue.Fail]
+// (stale token, lease over, ...) is not an error: it is false with a nil
+// error, because it is the expected outcome for a late worker, not a failure
+// to reach the database.
 var (
 	// ErrInvalid means the arguments were malformed, or the call does not
 	// apply to the job as it is. Nothing was written.

@@ -11,19 +11,19 @@ const finishSQL = `UPDATE leaseq_jobs SET status = 'done', ready = 0, updated_at
 // leaves the row as it was — a stale token, a lease that ran out, a passed
 // deadline, an unknown ID or a job already done are all false with a nil
 // error. An error means the database could not be reached or c is not a
-// claim at all (empty ID or owner, token <= 0: ErrInvalid); it never means
+// claim at all (empty ID or owner, token <= 0: [ErrInvalid]); it never means
 // "your lease was lost".
 func (q *Queue) Finish(ctx context.Context, c Claim) (bool, error) {
 	_, ok, err := q.settle(ctx, "finish", fenced{c: c, query: finishSQL}, "")
 	return ok, err
 }
 
-// FinishBatch finishes each claim as Finish would, in one transaction, and
-// reports for each whether it was accepted. Each claim is fenced on its own:
+// FinishBatch finishes each claim as [Queue.Finish] would, in one
+// transaction, and reports for each whether it was accepted. Each claim is fenced on its own:
 // a stale token, an ended lease or a passed deadline makes that entry false
 // and leaves its row untouched, without affecting the others. A claim that
 // could not have come from Claim (empty ID or owner, token <= 0) is an error
-// wrapping ErrInvalid naming its index, and then nothing is written. All
+// wrapping [ErrInvalid] naming its index, and then nothing is written. All
 // claims are judged at one instant, read from the clock under the lock.
 func (q *Queue) FinishBatch(ctx context.Context, claims []Claim) ([]bool, error) {
 	fs := make([]fenced, len(claims))

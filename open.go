@@ -17,19 +17,21 @@ const JournalMode = "DELETE"
 
 // Open opens the SQLite database at path (creating the file if it does not
 // exist) with the settings leaseq is designed for, on every pooled
-// connection: journal_mode=JournalMode (a rollback journal),
-// synchronous=FULL, foreign_keys on, a busy timeout of BusyTimeoutDefault,
-// and BEGIN IMMEDIATE for the caller's own db.BeginTx (see EnqueueTx). It
-// checks that the directory exists and that the file is a database, so a
-// wrong path fails here rather than at the first Claim. An empty path or
-// ":memory:" is refused with ErrInvalid: every pooled connection would get a
-// database of its own.
+// connection: journal_mode=[JournalMode] (a rollback journal),
+// synchronous=FULL, foreign_keys on, a busy timeout of [BusyTimeoutDefault],
+// and _txlock=immediate, so that the caller's own db.BeginTx begins BEGIN
+// IMMEDIATE (see [Queue.EnqueueTx]). It checks that the directory exists and
+// that the file is a database, so a wrong path fails here rather than at the
+// first Claim. An empty path or ":memory:" is refused with [ErrInvalid]:
+// every pooled connection would get a database of its own.
 //
-// A caller may instead pass its own *sql.DB to New, opened any way it
+// A caller may instead pass its own *sql.DB to [New], opened any way it
 // likes; the queue retries lock waits itself and stays correct. Whatever
-// opened it, two facts of the rollback journal apply: a *sql.Rows left open
-// on the file makes every commit wait until it is closed, and a COMMIT waits
-// up to the busy timeout for readers whatever its context says.
+// opened it, two facts of the rollback journal apply to the caller's own
+// use of the database: a *sql.Rows left open on the file makes every commit
+// wait until it is closed (the queue's calls too: with a Background context,
+// forever), and a COMMIT waits up to the busy timeout for readers whatever
+// its context says.
 func Open(path string) (*sql.DB, error) {
 	if path == "" || path == ":memory:" {
 		return nil, opError("open", job(path), invalid("not a file path; an in-memory database would be a new, empty one on every pooled connection"))

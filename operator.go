@@ -22,11 +22,12 @@ SET status = 'pending', attempts = 0, lease_until = NULL, run_at = NULL, reason 
 WHERE queue = ?1 AND id = ?2 AND status = 'quarantined' AND (deadline IS NULL OR deadline > ?3)`
 
 // Requeue moves a quarantined job back to pending, claimable at once, with
-// its attempts reset, once someone has looked at why it failed. It is the
-// only way out of quarantine. A job that is not quarantined, or whose
-// deadline has passed (it would be quarantined again at once), is an error
-// wrapping ErrInvalid; an unknown ID wraps ErrNotFound. Either way nothing
-// changes.
+// its attempts reset and its reason cleared, once someone has looked at why
+// it failed. It is the only way out of quarantine. The token is kept, so
+// its next claim still gets a token no earlier claim had. A job that is not
+// quarantined, or whose deadline has passed (it would be quarantined again
+// at once), is an error wrapping [ErrInvalid]; an unknown ID wraps
+// [ErrNotFound]. Either way nothing changes.
 func (q *Queue) Requeue(ctx context.Context, id string) error {
 	return q.operate(ctx, "requeue", id, func(ctx context.Context, tx execer, now int64) (sql.Result, error) {
 		return tx.ExecContext(ctx, requeueSQL, q.name, id, now)
@@ -47,11 +48,12 @@ UPDATE leaseq_jobs SET status = 'quarantined', ready = 0, reason = ?3, updated_a
 WHERE queue = ?1 AND id = ?2 AND status IN ('pending', 'leased')`
 
 // Cancel quarantines a pending or leased job with reason (cleaned as for
-// Fail): an operator's stop. A worker holding the job is refused when it
-// next calls Finish, Extend, Release or Fail (false, nil), which is how a
-// worker pool tells its handler the lease was lost. Requeue undoes it. A
-// job that is done or quarantined already is an error wrapping ErrInvalid;
-// an unknown ID wraps ErrNotFound.
+// [Queue.Fail]): an operator's stop. A worker holding the job is refused
+// when it next calls Finish, Extend, Release or Fail (false, nil), which is
+// how it learns the job is no longer its own. [Queue.Requeue] undoes it. A
+// job that is done or quarantined already is an error wrapping
+// [ErrInvalid]; an unknown ID wraps [ErrNotFound]. Either way nothing
+// changes.
 func (q *Queue) Cancel(ctx context.Context, id, reason string) error {
 	reason = cleanReason(reason)
 	return q.operate(ctx, "cancel", id, func(ctx context.Context, tx execer, now int64) (sql.Result, error) {

@@ -11,8 +11,9 @@ import (
 // enough that a shutdown is not held up.
 const recordTimeout = 5 * time.Second
 
-// Process claims one job for owner, calls send with it, and finishes the job
-// if send returned nil.
+// Process claims one job for owner ([Queue.Claim]), calls send with it, and
+// finishes the job ([Queue.Finish]) if send returned nil. [Result] says what
+// happened.
 //
 // send runs after the claim has committed, with no transaction or statement
 // of the queue open, so other connections and processes can write to the
@@ -26,9 +27,10 @@ const recordTimeout = 5 * time.Second
 // never leaves a delivered job leased until its lease runs out.
 //
 // If send fails, its error is returned wrapped (errors.Is finds it) and the
-// job stays leased until its lease ends; then it is claimable again. With
-// nothing claimable, Process returns Result{} and a nil error without
-// calling send.
+// job stays leased until its lease ends; then it is claimable again. (To
+// retry sooner, or after a delay of your choosing, claim the job yourself
+// and call [Queue.Release].) With nothing claimable, Process returns
+// Result{} and a nil error without calling send.
 func (q *Queue) Process(ctx context.Context, owner string, lease time.Duration,
 	send func(context.Context, Claim) error) (Result, error) {
 	if send == nil {

@@ -27,13 +27,14 @@ SELECT queue, id, token FROM leaseq_jobs WHERE seq IN (` + purgeSelect + `) AND 
 ON CONFLICT (queue, id) DO UPDATE SET token = excluded.token`,
 	`DELETE FROM leaseq_jobs WHERE seq IN (` + purgeSelect + `)`}
 
-// Purge deletes the queue's jobs in the given statuses (StatusDone and/or
-// StatusQuarantined; none given means StatusDone) whose last change — the
+// Purge deletes the queue's jobs in the given statuses ([StatusDone] and/or
+// [StatusQuarantined]; none given means StatusDone) whose last change — the
 // finish, fail, cancel or quarantine that put them there — is strictly
 // before before, and returns how many it deleted. It works in short
 // transactions of at most a few hundred jobs, so other writers, and other
 // processes, get their turn between them; if it fails part way, the count
-// says what was deleted. Pending and leased jobs are never purged.
+// says what was deleted. Pending and leased jobs are never purged; asking
+// for another status is [ErrInvalid] and deletes nothing.
 //
 // A purged ID may be enqueued again. The new job's tokens continue where
 // the purged job's ended (its first claim gets the old last token + 1) and

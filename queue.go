@@ -7,9 +7,22 @@
 // lease and the job's deadline are still running. A worker that wakes up late
 // is refused, and the newer worker's row is left untouched.
 //
-// The queue lives in a SQLite database in rollback-journal mode (see Open).
-// All times come from an injectable Clock and are stored as integer Unix
-// milliseconds.
+// Around that fence a job has a lifecycle. It may wait until a time
+// ([Job.RunAt]) and go ahead of others ([Job.Priority]). A worker renews a
+// long lease with [Queue.Extend], gives a job back to be retried later with
+// [Queue.Release], and quarantines one that retrying cannot fix with
+// [Queue.Fail]; each is fenced exactly like [Queue.Finish]. An operator
+// stops a job with [Queue.Cancel], brings a quarantined one back with
+// [Queue.Requeue], deletes finished ones with [Queue.Purge], and looks with
+// [Queue.Stats] and [Queue.List]. [Queue.EnqueueTx] enqueues inside the
+// caller's own transaction. Queues of different names ([Options.Name]) share
+// one database.
+//
+// The queue lives in a SQLite database in rollback-journal mode (see [Open]
+// and [New] for what that means for the caller's own use of the database).
+// All times come from an injectable [Clock] and are stored as integer Unix
+// milliseconds. The rules the queue keeps are numbered in the README's
+// section "The rules"; comments in the code refer to them by number.
 package leaseq
 
 import (
@@ -39,7 +52,9 @@ const (
 	MaxPayloadLimit = 64 << 20
 	// BusyTimeoutDefault is the busy timeout Open sets on every pooled
 	// connection. Waits past it are retried by the queue until the caller's
-	// context ends, so it only bounds one wait inside SQLite.
+	// context ends, so it only bounds one wait inside SQLite — but it is
+	// also how long a COMMIT may wait for readers to leave, whatever the
+	// caller's context says.
 	BusyTimeoutDefault = 5 * time.Second
 )
 
@@ -48,16 +63,16 @@ type Options struct {
 	// Name is the queue's name: Queues of different names on one database
 	// are independent (each sees, claims, counts and purges only its own
 	// jobs, and the same job ID may exist once in each). "" means
-	// DefaultName. Names follow the rules of job IDs.
+	// [DefaultName]. Names follow the rules of job IDs.
 	Name string
 	// Clock is where every lease and deadline decision gets the time. nil
-	// means the system clock; tests inject a *ManualClock.
+	// means the system clock; tests inject a [*ManualClock].
 	Clock Clock
 	// MaxAttempts is the claim limit for jobs that set none; 0 means
-	// MaxAttemptsDefault.
+	// [MaxAttemptsDefault].
 	MaxAttempts int
-	// MaxPayload is the payload limit in bytes; 0 means MaxPayloadDefault,
-	// and more than MaxPayloadLimit is refused.
+	// MaxPayload is the payload limit in bytes; 0 means [MaxPayloadDefault],
+	// and more than [MaxPayloadLimit] is refused.
 	MaxPayload int
 	// DisableGroupCommit makes every single call (Enqueue, Claim, Finish,
 	// Extend, Release, Fail) commit a transaction of its own. By default
@@ -77,9 +92,10 @@ type Options struct {
 // DefaultName is the queue name used when Options.Name is "".
 const DefaultName = "default"
 
-// Queue is one named lease queue in a SQLite database. It is safe for
-// concurrent use by many goroutines, and many processes may open queues on
-// the same file. Queues on one *sql.DB share one writer (see Options.Name).
+// Queue is one named lease queue in a SQLite database, made by [New]. It is
+// safe for concurrent use by many goroutines, and many processes may open
+// queues on the same file. Queues on one *sql.DB share one writer (see
+// [Options.Name]). Close it with [Queue.Close] before closing the database.
 type Queue struct {
 	s           *store
 	name        string
@@ -95,18 +111,28 @@ type Queue struct {
 // transaction that keeps every job, token and attempt count). It is
 // idempotent and safe when several processes call it at once on one file.
 //
-// It refuses, with an error wrapping ErrInvalid, a database that is not a
+// It refuses, with an error wrapping [ErrInvalid], a database that is not a
 // file (an in-memory database would be a different one on every pooled
-// connection), one in WAL mode or with journaling off (the queue is built
-// for a rollback journal; the mode is checked again whenever the queue takes
-// a write connection), and options out of range.
+// connection), one in WAL, OFF or MEMORY journal mode (the queue is built
+// for a rollback journal on disk; the mode is checked again whenever the
+// queue takes a write connection, so a later switch is refused too), one
+// whose schema is newer than [SchemaVersion], and options out of range: a
+// Name that is not a valid name, a negative MaxAttempts, a MaxPayload that
+// is negative or over [MaxPayloadLimit].
 //
-// The queue's writes run on a connection it takes from db's pool and keeps
-// between transactions (see Close). Two facts of SQLite's rollback journal
-// bind the caller's own use of db: a *sql.Rows left open on the file holds a
-// read lock that makes every commit wait until it is closed (with a
-// Background context, forever), and a COMMIT waits up to the busy timeout
-// for readers whatever its context says.
+// db may come from [Open] or be the caller's own, opened with any DSN: the
+// queue runs its own BEGIN IMMEDIATE transactions and retries lock waits
+// until the call's context ends. Its writes run on a connection it takes
+// from db's pool and keeps between transactions (see [Queue.Close]).
+//
+// Two facts of SQLite's rollback journal bind the caller's own use of db:
+//   - a *sql.Rows left open on the file holds a read lock that makes every
+//     commit wait until it is closed, so the queue's calls wait too — with a
+//     Background context, forever. Close every Rows promptly;
+//   - a COMMIT waits up to the busy timeout ([BusyTimeoutDefault] with
+//     Open) for readers to leave, whatever its context says, because a
+//     COMMIT cut short would leave the caller unable to tell whether it took
+//     effect.
 func New(ctx context.Context, db *sql.DB, opts Options) (*Queue, error) {
 	if db == nil {
 		return nil, opError("new", "", invalid("db is nil"))
@@ -215,7 +241,7 @@ func scanState(row interface{ Scan(...any) error }) (State, error) {
 }
 
 // Get returns the current row of job id in this queue, or an error wrapping
-// ErrNotFound.
+// [ErrNotFound]. It is a read.
 func (q *Queue) Get(ctx context.Context, id string) (State, error) {
 	if err := q.usable(); err != nil {
 		return State{}, opError("get", job(id), err)

@@ -21,14 +21,16 @@ SET status = CASE WHEN attempts >= max_attempts OR ?5 + ?6 >= coalesce(deadline,
     run_at = ?5 + ?6, due_at = ?5 + ?6, lease_until = ?5, updated_at = ?5` + fenceSQL
 
 // Release gives the job of c back, if c is still the job's current lease
-// (the fence of Finish): it becomes pending again, claimable from now +
-// delay, with reason stored. The token is kept (the next claim still gets
-// +1) and the attempt stays counted. If the attempts are used up, or now +
-// delay is at or after the deadline, the job is quarantined at once
-// instead, with a reason that says so and ends with reason. Either way a
-// Release whose fence matched returns true; a refused one returns false and
-// leaves the row as it was. delay must not be negative. A reason is never
-// refused; see Fail for how it is stored.
+// (the fence of [Queue.Finish]): it becomes pending again, claimable from
+// now + delay, with reason stored — for a failure that a later try may not
+// meet. The token is kept (the next claim still gets +1) and the attempt
+// stays counted. If the attempts are used up, or now + delay is at or after
+// the deadline, the job is quarantined at once instead, with a reason that
+// says so and ends with reason. Either way a Release whose fence matched
+// returns true; a refused one returns false and leaves the row as it was. A
+// negative delay, or a c that Claim could not have returned, is
+// [ErrInvalid]. A reason is never refused; see [Queue.Fail] for how it is
+// stored.
 func (q *Queue) Release(ctx context.Context, c Claim, delay time.Duration, reason string) (bool, error) {
 	_, ok, err := q.settle(ctx, "release", releaseFenced(c, delay, reason), delayProblem(delay))
 	return ok, err
@@ -45,13 +47,14 @@ func releaseFenced(c Claim, delay time.Duration, reason string) fenced {
 const failSQL = `UPDATE leaseq_jobs SET status = 'quarantined', ready = 0, reason = ?6, updated_at = ?5` + fenceSQL
 
 // Fail quarantines the job of c at once with reason, if c is still the
-// job's current lease (the fence of Finish): for work that retrying cannot
-// fix. It stays quarantined until Requeue. A refused Fail returns false and
-// leaves the row as it was.
+// job's current lease (the fence of [Queue.Finish]): for work that retrying
+// cannot fix. It stays quarantined until [Queue.Requeue]. A refused Fail
+// returns false and leaves the row as it was; a c that Claim could not have
+// returned is [ErrInvalid].
 //
 // A reason is stored cleaned, never refused: invalid UTF-8 becomes U+FFFD,
-// NUL bytes are dropped, and it is cut to MaxReasonLen bytes at a character
-// boundary.
+// NUL bytes are dropped, and it is cut to [MaxReasonLen] bytes at a
+// character boundary. [Queue.Get] shows it as State.Reason.
 func (q *Queue) Fail(ctx context.Context, c Claim, reason string) (bool, error) {
 	_, ok, err := q.settle(ctx, "fail", failFenced(c, reason), "")
 	return ok, err

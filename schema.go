@@ -11,8 +11,8 @@ import (
 var schemaSQL string
 
 // SchemaVersion is the schema version this package writes to PRAGMA
-// user_version. New upgrades an older database and refuses a newer one
-// rather than guess at columns it does not know.
+// user_version. [New] upgrades an older database, keeping every job, and
+// refuses a newer one rather than guess at columns it does not know.
 const SchemaVersion = 2
 
 // upgradeV1SQL turns a version-1 database (one queue, no delays or

@@ -82,9 +82,10 @@ ORDER BY seq`
 // f.Status (every status if ""), after the job f.AfterID (from the start if
 // ""), at most f.Limit of them. To page, pass the last ID of a page as the
 // next AfterID; a short page is the last. A page costs the same at any depth
-// of the queue. A Limit below 0 or over MaxListLimit, or an unknown Status,
-// is ErrInvalid; an AfterID not in the queue (never there, or purged since)
-// is ErrNotFound.
+// of the queue, and like [Queue.Stats] it is a read that takes no write
+// lock. A Limit below 0 or over [MaxListLimit], or an unknown Status, is
+// [ErrInvalid]; an AfterID not in the queue (never there, or purged since)
+// is [ErrNotFound].
 func (q *Queue) List(ctx context.Context, f Filter) ([]State, error) {
 	if err := q.usable(); err != nil {
 		return nil, opError("list", "", err)

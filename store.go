@@ -72,13 +72,13 @@ func closeStore(s *store) {
 	}
 }
 
-// ErrClosed is returned by every call on a Queue after Close, and by Work
-// when its Queue is closed under it. Nothing was written.
+// ErrClosed is wrapped by the error of every call on a Queue after
+// [Queue.Close]. Nothing was written.
 var ErrClosed = errors.New("queue is closed")
 
 // Close stops the Queue's background work and gives back every connection
 // it holds, so that db.Close closes the file once every Queue on db is
-// closed. Calls after Close return an error wrapping ErrClosed; calls in
+// closed. Calls after Close return an error wrapping [ErrClosed]; calls in
 // flight finish or fail first. Close does not close db. It is safe to call
 // more than once.
 func (q *Queue) Close() error {

@@ -26,7 +26,8 @@ import (
 // timeout, because waiting could deadlock. So writeTx takes one connection
 // with db.Conn (kept between transactions; see writeConn) and runs BEGIN
 // IMMEDIATE on it itself, which takes the RESERVED lock before anything is
-// read: selection and update can never be split (SPEC rule 1).
+// read: selection and update can never be split (rule 1 in README's "The
+// rules").
 //
 // The price of db.Conn is that Conn.Close returns the connection to the pool
 // as it is, with a transaction still open if nobody rolled it back; the next

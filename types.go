@@ -7,8 +7,8 @@ type Status string
 
 // The states of a job. A job moves pending → leased → done, or to
 // quarantined when it can no longer be finished, fails, or is cancelled; a
-// leased job whose lease ran out is claimable again, and a released one is
-// pending again.
+// leased job whose lease ran out is claimable again, a released one is
+// pending again, and [Queue.Requeue] moves a quarantined one back to pending.
 const (
 	StatusPending     Status = "pending"
 	StatusLeased      Status = "leased"
@@ -16,29 +16,30 @@ const (
 	StatusQuarantined Status = "quarantined"
 )
 
-// Job is a unit of work to enqueue.
+// Job is a unit of work to enqueue with [Queue.Enqueue], [Queue.EnqueueBatch]
+// or [Queue.EnqueueTx].
 type Job struct {
 	// ID names the business job (an order). It is unique in its queue, at
-	// most MaxIDLen bytes of UTF-8 without NUL; receivers de-duplicate on it.
+	// most [MaxIDLen] bytes of UTF-8 without NUL; receivers de-duplicate on it.
 	ID string
 	// Qty is the job's quantity, carried to the worker; never negative.
 	Qty int
 	// Payload is opaque to the queue, stored byte for byte, at most
-	// Options.MaxPayload bytes.
+	// [Options.MaxPayload] bytes.
 	Payload []byte
 	// Deadline is when the job stops being worth doing. The zero value means
 	// no deadline. No lease runs past it, and no Finish is accepted at or
 	// after it.
 	Deadline time.Time
-	// MaxAttempts is how many claims the job gets; 0 means the queue's
-	// default.
+	// MaxAttempts is how many claims the job gets before it is quarantined;
+	// 0 means the queue's default ([Options.MaxAttempts]).
 	MaxAttempts int
 	// RunAt is when the job becomes claimable; the zero value (or any
 	// instant not after now) means at once. It must be before Deadline.
 	RunAt time.Time
 	// Priority orders claimable jobs: a Claim never takes a job while a
 	// claimable job of higher priority waits in the same queue. From
-	// MinPriority to MaxPriority; 0 is the default.
+	// [MinPriority] to [MaxPriority]; 0 is the default.
 	Priority int
 }
 
@@ -48,10 +49,12 @@ const (
 	MaxPriority = 100
 )
 
-// Claim is a worker's proof of one lease generation of a job. Pass it back
-// unchanged to Finish, Extend, Release or Fail: each compares its ID, Owner
-// and Token with the current row.
+// Claim is a worker's proof of one lease generation of a job, as
+// [Queue.Claim] returns it. Pass it back unchanged to [Queue.Finish],
+// [Queue.Extend], [Queue.Release] or [Queue.Fail]: each compares its ID,
+// Owner and Token with the current row.
 type Claim struct {
+	// ID, Qty and Payload are the job's, as enqueued.
 	ID      string
 	Qty     int
 	Payload []byte
@@ -60,14 +63,17 @@ type Claim struct {
 	// finish a job on its own.
 	Owner string
 	// Token is the fencing token: the job's lease generation, one more than
-	// the last claim's (1 for the first claim of a new ID). A token is a
-	// sequence number, not a credential: it grants nothing and
-	// authenticates nobody.
+	// the last claim's: 1 for a job's first claim, unless the job was
+	// enqueued again under a purged ID, whose tokens it continues (see
+	// [Queue.Purge]). A token is a sequence number, not a credential: it
+	// grants nothing and authenticates nobody.
 	Token int64
-	// Attempt counts the claims of this job, this one included.
+	// Attempt counts the claims of this job, this one included, since it
+	// was enqueued or last requeued.
 	Attempt int
 	// LeaseUntil is when the lease ends: min(now+lease, Deadline). At that
-	// instant the lease is already over.
+	// instant the lease is already over. [Queue.Extend] returns the claim
+	// with its new LeaseUntil.
 	LeaseUntil time.Time
 	// Deadline is the job's deadline; zero means none.
 	Deadline time.Time
@@ -75,7 +81,8 @@ type Claim struct {
 	Priority int
 }
 
-// State is a snapshot of one job's row, as Get and List return it.
+// State is a snapshot of one job's row, as [Queue.Get] and [Queue.List]
+// return it.
 type State struct {
 	ID          string
 	Queue       string
@@ -83,12 +90,12 @@ type State struct {
 	Payload     []byte
 	Status      Status
 	Owner       string // the last owner to claim it; empty before the first claim
-	Token       int64  // the last claim's token; 0 before the first claim of a new ID
+	Token       int64  // the last claim's token; 0 before the first claim (unless continuing a purged job's)
 	Attempts    int    // how many times it was claimed (since the last Requeue)
 	MaxAttempts int
 	LeaseUntil  time.Time // when the last lease ended or ends; zero before the first claim
 	Deadline    time.Time // zero: no deadline
-	RunAt       time.Time // zero: no delay
+	RunAt       time.Time // Job.RunAt, or when a Release's delay ends; zero: none
 	Priority    int
 	// Reason is the text of the last Release, Fail or Cancel, or why the
 	// job was quarantined.
@@ -97,8 +104,8 @@ type State struct {
 	UpdatedAt  time.Time // the last change to the row
 }
 
-// Stats counts one queue's jobs by where they are. It is a snapshot taken
-// at one instant of the queue's clock.
+// Stats counts one queue's jobs by where they are, as [Queue.Stats] returns
+// it. It is a snapshot taken at one instant of the queue's clock.
 type Stats struct {
 	Pending     int // pending and due (run_at <= now); ended leases are counted in Expired
 	Scheduled   int // pending, run_at in the future
@@ -112,20 +119,20 @@ type Stats struct {
 	OldestReady time.Time
 }
 
-// Filter selects a page of List.
+// Filter selects a page of [Queue.List].
 type Filter struct {
 	Status  Status // "": every status
 	AfterID string // "": from the start; else the page after this job, in enqueue order
 	Limit   int    // 0: DefaultListLimit; at most MaxListLimit
 }
 
-// Page sizes of List.
+// Page sizes of [Queue.List].
 const (
 	DefaultListLimit = 100
 	MaxListLimit     = 1000
 )
 
-// Result is what Process did.
+// Result is what [Queue.Process] did.
 type Result struct {
 	// Claim is the claim Process made; zero when Claimed is false.
 	Claim Claim

@@ -14,7 +14,8 @@ import (
 // MaxIDLen is the longest job ID, owner name or queue name, in bytes.
 const MaxIDLen = 255
 
-// MaxReasonLen is the longest reason stored, in bytes; a longer one is cut.
+// MaxReasonLen is the longest reason stored, in bytes; a longer one is cut
+// at a character boundary, never refused (see [Queue.Fail]).
 const MaxReasonLen = 1024
 
 // nameProblem validates a job ID, an owner or a queue name. Names are

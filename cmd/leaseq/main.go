@@ -2,7 +2,7 @@
 //
 //	go run ./cmd/leaseq demo [-db PATH]
 //
-// The demo plays the timeline from the specification against a real SQLite
+// The demo plays the timeline at the top of the README against a real SQLite
 // file (a temporary one, removed afterwards, unless -db names a new file to
 // keep) and a real HTTP receiver on loopback that counts each order's
 // quantity once, by job ID. A manual clock makes the timeline exact:
@@ -175,9 +175,9 @@ type (
 	}
 )
 
-// receiver is the downstream system. It is idempotent by job ID, as SPEC
-// rule 11 requires of every receiver: a repeat of an ID is acknowledged but
-// not counted again.
+// receiver is the downstream system. It is idempotent by job ID, as rule 11
+// in README's "The rules" requires of every receiver: a repeat of an ID
+// is acknowledged but not counted again.
 type receiver struct {
 	mu         sync.Mutex
 	seen       map[string]bool
