@@ -17,9 +17,9 @@ const JournalMode = "DELETE"
 
 // Open opens the SQLite database at path (creating the file if it does not
 // exist) with the settings leaseq is designed for, on every pooled
-// connection: journal_mode=[JournalMode] (a rollback journal),
-// synchronous=FULL, foreign_keys on, a busy timeout of [BusyTimeoutDefault],
-// and _txlock=immediate, so that the caller's own db.BeginTx begins BEGIN
+// connection: the rollback-journal mode [JournalMode], synchronous=FULL,
+// foreign_keys on, a busy timeout of [BusyTimeoutDefault], and
+// _txlock=immediate, so that the caller's own db.BeginTx starts with BEGIN
 // IMMEDIATE (see [Queue.EnqueueTx]). It checks that the directory exists and
 // that the file is a database, so a wrong path fails here rather than at the
 // first Claim. An empty path or ":memory:" is refused with [ErrInvalid]:

@@ -63,16 +63,16 @@ type Options struct {
 	// Name is the queue's name: Queues of different names on one database
 	// are independent (each sees, claims, counts and purges only its own
 	// jobs, and the same job ID may exist once in each). "" means
-	// [DefaultName]. Names follow the rules of job IDs.
+	// DefaultName. Names follow the rules of job IDs.
 	Name string
 	// Clock is where every lease and deadline decision gets the time. nil
-	// means the system clock; tests inject a [*ManualClock].
+	// means the system clock; tests inject a *ManualClock.
 	Clock Clock
 	// MaxAttempts is the claim limit for jobs that set none; 0 means
-	// [MaxAttemptsDefault].
+	// MaxAttemptsDefault.
 	MaxAttempts int
-	// MaxPayload is the payload limit in bytes; 0 means [MaxPayloadDefault],
-	// and more than [MaxPayloadLimit] is refused.
+	// MaxPayload is the payload limit in bytes; 0 means MaxPayloadDefault,
+	// and more than MaxPayloadLimit is refused.
 	MaxPayload int
 	// DisableGroupCommit makes every single call (Enqueue, Claim, Finish,
 	// Extend, Release, Fail) commit a transaction of its own. By default

@@ -20,26 +20,26 @@ const (
 // or [Queue.EnqueueTx].
 type Job struct {
 	// ID names the business job (an order). It is unique in its queue, at
-	// most [MaxIDLen] bytes of UTF-8 without NUL; receivers de-duplicate on it.
+	// most MaxIDLen bytes of UTF-8 without NUL; receivers de-duplicate on it.
 	ID string
 	// Qty is the job's quantity, carried to the worker; never negative.
 	Qty int
 	// Payload is opaque to the queue, stored byte for byte, at most
-	// [Options.MaxPayload] bytes.
+	// Options.MaxPayload bytes.
 	Payload []byte
 	// Deadline is when the job stops being worth doing. The zero value means
 	// no deadline. No lease runs past it, and no Finish is accepted at or
 	// after it.
 	Deadline time.Time
 	// MaxAttempts is how many claims the job gets before it is quarantined;
-	// 0 means the queue's default ([Options.MaxAttempts]).
+	// 0 means the queue's default (Options.MaxAttempts).
 	MaxAttempts int
 	// RunAt is when the job becomes claimable; the zero value (or any
 	// instant not after now) means at once. It must be before Deadline.
 	RunAt time.Time
 	// Priority orders claimable jobs: a Claim never takes a job while a
 	// claimable job of higher priority waits in the same queue. From
-	// [MinPriority] to [MaxPriority]; 0 is the default.
+	// MinPriority to MaxPriority; 0 is the default.
 	Priority int
 }
 
@@ -65,14 +65,14 @@ type Claim struct {
 	// Token is the fencing token: the job's lease generation, one more than
 	// the last claim's: 1 for a job's first claim, unless the job was
 	// enqueued again under a purged ID, whose tokens it continues (see
-	// [Queue.Purge]). A token is a sequence number, not a credential: it
+	// Queue.Purge). A token is a sequence number, not a credential: it
 	// grants nothing and authenticates nobody.
 	Token int64
 	// Attempt counts the claims of this job, this one included, since it
 	// was enqueued or last requeued.
 	Attempt int
 	// LeaseUntil is when the lease ends: min(now+lease, Deadline). At that
-	// instant the lease is already over. [Queue.Extend] returns the claim
+	// instant the lease is already over. Queue.Extend returns the claim
 	// with its new LeaseUntil.
 	LeaseUntil time.Time
 	// Deadline is the job's deadline; zero means none.
