@@ -26,6 +26,7 @@ func (q *Queue) Enqueue(ctx context.Context, j Job) error {
 	if err != nil {
 		return opError("enqueue", job(j.ID), err)
 	}
+	q.s.wake.signal(q.name)
 	return nil
 }
 
@@ -59,6 +60,7 @@ func (q *Queue) EnqueueBatch(ctx context.Context, jobs []Job) error {
 	})
 	switch {
 	case err == nil:
+		q.s.wake.signal(q.name)
 		return nil
 	case bad >= 0:
 		return opError(op, entry("jobs", bad, jobs[bad].ID), err)

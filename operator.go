@@ -29,7 +29,7 @@ WHERE queue = ?1 AND id = ?2 AND status = 'quarantined' AND (deadline IS NULL OR
 // at once), is an error wrapping [ErrInvalid]; an unknown ID wraps
 // [ErrNotFound]. Either way nothing changes.
 func (q *Queue) Requeue(ctx context.Context, id string) error {
-	return q.operate(ctx, "requeue", id, func(ctx context.Context, tx execer, now int64) (sql.Result, error) {
+	err := q.operate(ctx, "requeue", id, func(ctx context.Context, tx execer, now int64) (sql.Result, error) {
 		return tx.ExecContext(ctx, requeueSQL, q.name, id, now)
 	}, func(status Status, deadline sql.NullInt64, now int64) error {
 		if status != StatusQuarantined {
@@ -38,6 +38,10 @@ func (q *Queue) Requeue(ctx context.Context, id string) error {
 		return invalid("deadline %s has passed (now %s); enqueue a new job instead",
 			fmtMillis(deadline.Int64), fmtMillis(now))
 	})
+	if err == nil {
+		q.s.wake.signal(q.name)
+	}
+	return err
 }
 
 // cancelSQL quarantines a pending or leased job with the reason ?3. A

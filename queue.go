@@ -104,6 +104,7 @@ type Queue struct {
 	maxPayload  int
 	noGroup     bool // Options.DisableGroupCommit
 	closed      atomic.Bool
+	closing     chan struct{} // closed by Close, so that Work stops waiting
 }
 
 // New returns the Queue named opts.Name on db, creating the schema if it is
@@ -149,6 +150,7 @@ func New(ctx context.Context, db *sql.DB, opts Options) (*Queue, error) {
 		maxAttempts: cmp.Or(opts.MaxAttempts, MaxAttemptsDefault),
 		maxPayload:  cmp.Or(opts.MaxPayload, MaxPayloadDefault),
 		noGroup:     opts.DisableGroupCommit,
+		closing:     make(chan struct{}),
 	}
 	if q.clock == nil {
 		q.clock = systemClock{}

@@ -33,6 +33,9 @@ SET status = CASE WHEN attempts >= max_attempts OR ?5 + ?6 >= coalesce(deadline,
 // stored.
 func (q *Queue) Release(ctx context.Context, c Claim, delay time.Duration, reason string) (bool, error) {
 	_, ok, err := q.settle(ctx, "release", releaseFenced(c, delay, reason), delayProblem(delay))
+	if ok {
+		q.s.wake.signal(q.name) // claimable now, or a new instant for sleeping workers
+	}
 	return ok, err
 }
 

@@ -29,6 +29,9 @@ type store struct {
 	queues int
 	// closed is set, under the writer's turn, when the last Queue closed.
 	closed bool
+	// wake lets a call that makes a job claimable wake this process's
+	// waiting workers of that queue (work.go).
+	wake wakers
 }
 
 var (
@@ -85,6 +88,7 @@ func (q *Queue) Close() error {
 	if q.closed.Swap(true) {
 		return nil
 	}
+	close(q.closing)
 	closeStore(q.s)
 	return nil
 }

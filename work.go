@@ -1,0 +1,451 @@
+package leaseq
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"runtime/debug"
+	"sync"
+	"time"
+)
+
+// Handler does the work of one claimed job. Its context ends, with
+// context.Cause ErrLeaseLost, the moment the queue stops considering it the
+// job's holder, and with ErrShutdown when Work is shutting down and its
+// drain time is over. Its result decides the job's fate: nil finishes it;
+// an error releases it for another attempt after WorkerOptions.Backoff,
+// RetryAfter(d, err) after d, and Permanent(err) fails it. Receivers of
+// what a handler sends must be idempotent by job ID: a handler that lost
+// its lease may already have sent, and another will send again.
+type Handler func(ctx context.Context, c Claim) error
+
+// WorkerOptions configures Work. The zero value of each field but Owner
+// means its default.
+type WorkerOptions struct {
+	// Owner names the worker in every claim, for logs and Get. Required.
+	Owner string
+	// Concurrency is how many handlers run at once at most; 0 means 1.
+	Concurrency int
+	// Lease is the lease each claim and each extension asks for; 0 means
+	// 30s. A longer lease costs a longer wait before a dead worker's jobs
+	// are claimed again; heartbeats keep a live worker's lease whatever its
+	// length.
+	Lease time.Duration
+	// Heartbeat is how often a running handler's lease is extended; 0
+	// means Lease/3. It must be shorter than Lease: each extension must
+	// commit before the lease it extends ends.
+	Heartbeat time.Duration
+	// Backoff is the delay before the next attempt of a job whose handler
+	// failed on its attempt-th claim; nil means DefaultBackoff.
+	Backoff func(attempt int) time.Duration
+	// PollInterval bounds how long an idle worker waits before it looks
+	// for jobs that another process enqueued; 0 means 1s. Jobs enqueued or
+	// released through a Queue of this process wake it at once, and it
+	// wakes when a delayed job it knows of becomes due.
+	PollInterval time.Duration
+	// DrainTimeout is how long running handlers may go on after Work's
+	// context ends before their contexts end with ErrShutdown; 0 means 10s.
+	DrainTimeout time.Duration
+	// Logger gets the worker's records; nil means slog.Default(). Per job
+	// it logs at Debug; lost leases at Warn; panics and database faults at
+	// Error.
+	Logger *slog.Logger
+}
+
+// Defaults of WorkerOptions.
+const (
+	WorkLeaseDefault        = 30 * time.Second
+	WorkPollIntervalDefault = time.Second
+	WorkDrainTimeoutDefault = 10 * time.Second
+)
+
+// workerOptionsProblem validates opts as given.
+func workerOptionsProblem(opts WorkerOptions) string {
+	if why := nameProblem("Owner", opts.Owner); why != "" {
+		return why
+	}
+	switch {
+	case opts.Concurrency < 0:
+		return fmt.Sprintf("Concurrency %d is negative", opts.Concurrency)
+	case opts.Lease < 0 || opts.Heartbeat < 0 || opts.PollInterval < 0 || opts.DrainTimeout < 0:
+		return fmt.Sprintf("Lease %v, Heartbeat %v, PollInterval %v and DrainTimeout %v must not be negative",
+			opts.Lease, opts.Heartbeat, opts.PollInterval, opts.DrainTimeout)
+	case opts.Lease != 0 && leaseProblem(opts.Lease) != "":
+		return leaseProblem(opts.Lease)
+	case opts.Heartbeat >= cmp.Or(opts.Lease, WorkLeaseDefault):
+		return fmt.Sprintf("Heartbeat %v is not shorter than the lease %v", opts.Heartbeat, cmp.Or(opts.Lease, WorkLeaseDefault))
+	}
+	return ""
+}
+
+// withDefaults fills the zero fields of valid opts.
+func (opts WorkerOptions) withDefaults() WorkerOptions {
+	opts.Concurrency = cmp.Or(opts.Concurrency, 1)
+	opts.Lease = cmp.Or(opts.Lease, WorkLeaseDefault)
+	opts.Heartbeat = cmp.Or(opts.Heartbeat, opts.Lease/3)
+	opts.PollInterval = cmp.Or(opts.PollInterval, WorkPollIntervalDefault)
+	opts.DrainTimeout = cmp.Or(opts.DrainTimeout, WorkDrainTimeoutDefault)
+	if opts.Backoff == nil {
+		opts.Backoff = DefaultBackoff
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return opts
+}
+
+// Work runs a pool of handlers on the queue until ctx ends: it claims jobs
+// into free handler slots with one ClaimBatch, runs h on each with the
+// lease kept alive by heartbeats, and records each handler's result.
+//
+// When ctx ends Work stops claiming; running handlers keep their contexts
+// for up to DrainTimeout, then those end with ErrShutdown; once every
+// handler has returned and its result is recorded, Work returns nil.
+// Invalid options are ErrInvalid at once. A Queue closed under it (noticed
+// at once) gives ErrClosed, a closed *sql.DB (noticed at the next claim,
+// within PollInterval) its error; then the handlers' contexts end at once
+// with that error as the cause, and Work returns when they have returned.
+// Any other database fault is logged and retried with backoff; it does not
+// stop the pool. If ctx is done already, Work claims nothing and returns
+// nil.
+func (q *Queue) Work(ctx context.Context, opts WorkerOptions, h Handler) error {
+	if err := q.usable(); err != nil {
+		return opError("work", as(opts.Owner), err)
+	}
+	why := workerOptionsProblem(opts)
+	if why == "" && h == nil {
+		why = "handler is nil"
+	}
+	if err := problem(why); err != nil {
+		return opError("work", as(opts.Owner), err)
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	p := newPool(ctx, q, opts.withDefaults(), h)
+	defer p.stop(nil)
+	err := p.run(ctx)
+	if err != nil {
+		p.stop(err) // no result can be recorded: stop the handlers at once
+	}
+	p.drain()
+	if err != nil {
+		return opError("work", as(opts.Owner), err)
+	}
+	return nil
+}
+
+// pool is one running Work call.
+type pool struct {
+	q    *Queue
+	opts WorkerOptions
+	h    Handler
+	log  *slog.Logger
+	// bg carries ctx's values, never its cancellation: the database calls
+	// that record results and extend leases run on it, so a shutdown does
+	// not interrupt them.
+	bg context.Context
+	// handlers is the parent of every handler's context; stop ends it with
+	// ErrShutdown when the drain time is over.
+	handlers context.Context
+	stop     context.CancelCauseFunc
+	running  int           // handlers started and not yet returned; run's goroutine only
+	done     chan struct{} // a handler returned: its slot is free
+	records  sync.WaitGroup
+}
+
+func newPool(ctx context.Context, q *Queue, opts WorkerOptions, h Handler) *pool {
+	bg := context.WithoutCancel(ctx)
+	handlers, stop := context.WithCancelCause(bg)
+	return &pool{q: q, opts: opts, h: h, log: opts.Logger, bg: bg, handlers: handlers, stop: stop,
+		done: make(chan struct{}, opts.Concurrency)}
+}
+
+// run claims and starts handlers until ctx ends or the queue or database
+// is closed, which is its error.
+func (p *pool) run(ctx context.Context) error {
+	faults := 0
+	for {
+		wake := p.q.s.wake.wakeup(p.q.name)
+		var sleep <-chan time.Time // nil: nothing to wait for but events
+		p.reap()
+		if free := p.opts.Concurrency - p.running; free > 0 {
+			cs, err := p.q.claimN(ctx, "work", p.opts.Owner, p.opts.Lease, free, p.q.groupTx)
+			switch {
+			case ctx.Err() != nil:
+				return nil
+			case err != nil:
+				if fatal := p.fatal(err); fatal != nil {
+					return fatal
+				}
+				faults++
+				p.log.Error("leaseq: claiming failed; retrying", "queue", p.q.name, "owner", p.opts.Owner,
+					"error", err, "retry_in", faultDelay(faults, p.opts.PollInterval))
+				sleep = time.After(faultDelay(faults, p.opts.PollInterval))
+			default:
+				faults = 0
+				for _, c := range cs {
+					p.start(c)
+				}
+				if len(cs) < free {
+					sleep = time.After(p.idleFor(ctx))
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-p.q.closing:
+			return ErrClosed
+		case <-p.done:
+			p.running--
+		case <-wake:
+		case <-sleep:
+		}
+	}
+}
+
+// reap counts the handlers that returned since the last look, so that
+// slots freed together are filled with one claim.
+func (p *pool) reap() {
+	for {
+		select {
+		case <-p.done:
+			p.running--
+		default:
+			return
+		}
+	}
+}
+
+// fatal is the error that ends Work, if err is one: the Queue or its
+// database was closed. Anything else is a fault to retry.
+func (p *pool) fatal(err error) error {
+	if errors.Is(err, ErrClosed) {
+		return ErrClosed
+	}
+	if closed := dbClosed(p.q.s.db); closed != nil {
+		return closed
+	}
+	return nil
+}
+
+// faultDelay is how long the pool waits after its n-th fault in a row: from
+// 10ms, doubling, capped at max(limit, 1s), with jitter, so a database that
+// is down costs a few wake-ups a second at most.
+func faultDelay(n int, limit time.Duration) time.Duration {
+	d := max(limit, time.Second)
+	if n < 10 {
+		d = min(10*time.Millisecond<<n, d)
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// nextDueSQL is the earliest instant at which a delayed job or a lease of
+// the queue becomes claimable: the head of leaseq_jobs_waiting.
+const nextDueSQL = `SELECT min(due_at) FROM leaseq_jobs
+WHERE queue = ?1 AND ready = 0 AND status IN ('pending', 'leased')`
+
+// idleFor is how long an idle pool sleeps: until the earliest delayed job
+// or lease end it knows of, at most PollInterval (jobs of other processes
+// are found no later), at least a millisecond.
+func (p *pool) idleFor(ctx context.Context) time.Duration {
+	var due sql.NullInt64
+	err := p.q.s.readRetry(ctx, func(db execer) error {
+		return db.QueryRowContext(ctx, nextDueSQL, p.q.name).Scan(&due)
+	})
+	if err != nil || !due.Valid {
+		return p.opts.PollInterval
+	}
+	return min(max(time.Duration(due.Int64-p.q.now())*time.Millisecond, time.Millisecond), p.opts.PollInterval)
+}
+
+// drain waits for the running handlers: for DrainTimeout, then it ends
+// their contexts with ErrShutdown and waits for them to return; then it
+// waits for their results to be recorded.
+func (p *pool) drain() {
+	defer p.records.Wait()
+	if p.running == 0 {
+		return
+	}
+	timeout := time.NewTimer(p.opts.DrainTimeout)
+	defer timeout.Stop()
+	for p.running > 0 {
+		select {
+		case <-p.done:
+			p.running--
+		case <-timeout.C:
+			p.stop(ErrShutdown)
+		}
+	}
+}
+
+// start runs one claimed job in a goroutine of its own. The job's slot is
+// free once the handler returns; its result is recorded after that, so
+// that the next claim can share a commit with the results.
+func (p *pool) start(c Claim) {
+	p.running++
+	p.records.Add(1)
+	go func() {
+		defer p.records.Done()
+		p.handle(c)
+	}()
+}
+
+// handle runs the handler on c with its lease kept alive, frees its slot,
+// then records the result.
+func (p *pool) handle(c Claim) {
+	began := time.Now()
+	ctx, cancel := context.WithCancelCause(p.handlers)
+	defer cancel(nil)
+	k := p.keepLease(c, cancel)
+	err := p.call(ctx, c)
+	c = k.release()
+	cause := context.Cause(ctx)
+	p.done <- struct{}{}
+	p.record(c, err, cause, began)
+}
+
+// call runs the handler, turning a panic into an error whose text holds
+// the panic value.
+func (p *pool) call(ctx context.Context, c Claim) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.log.Error("leaseq: handler panicked", p.attrs(c, "panic", time.Time{}, "panic", fmt.Sprint(v),
+				"stack", string(debug.Stack()))...)
+			err = fmt.Errorf("panic: %v", v)
+		}
+	}()
+	return p.h(ctx, c)
+}
+
+// keeper extends one handler's lease every Heartbeat and ends the
+// handler's context with ErrLeaseLost when the lease ends unextended or an
+// extension is refused.
+type keeper struct {
+	stop chan struct{}
+	done chan Claim // the claim as last extended, once the keeper stopped
+}
+
+func (p *pool) keepLease(c Claim, lost context.CancelCauseFunc) *keeper {
+	k := &keeper{stop: make(chan struct{}), done: make(chan Claim, 1)}
+	go func() {
+		tick := time.NewTicker(p.opts.Heartbeat)
+		defer tick.Stop()
+		end := time.NewTimer(p.untilLeaseEnd(c))
+		defer end.Stop()
+		for {
+			select {
+			case <-k.stop:
+				k.done <- c
+				return
+			case <-end.C:
+				p.log.Warn("leaseq: lease ended before the handler returned", p.attrs(c, "lease lost", time.Time{})...)
+				lost(ErrLeaseLost)
+				<-k.stop
+				k.done <- c
+				return
+			case <-tick.C:
+				next, ok, err := p.extend(c)
+				switch {
+				case err != nil:
+					// The lease may still be extended at the next beat; the
+					// end timer guards the handler meanwhile.
+					p.log.Error("leaseq: extending a lease failed", p.attrs(c, "extend error", time.Time{}, "error", err)...)
+				case !ok:
+					p.log.Warn("leaseq: extension refused; the job is no longer this handler's", p.attrs(c, "lease lost", time.Time{})...)
+					lost(ErrLeaseLost)
+					<-k.stop
+					k.done <- c
+					return
+				default:
+					c = next
+					end.Reset(p.untilLeaseEnd(c))
+				}
+			}
+		}
+	}()
+	return k
+}
+
+// release stops the keeper and returns the claim as last extended.
+func (k *keeper) release() Claim {
+	close(k.stop)
+	return <-k.done
+}
+
+// extend is one heartbeat: it may take until the lease ends, no longer.
+func (p *pool) extend(c Claim) (Claim, bool, error) {
+	ctx, cancel := context.WithTimeout(p.bg, p.untilLeaseEnd(c))
+	defer cancel()
+	return p.q.Extend(ctx, c, p.opts.Lease)
+}
+
+// untilLeaseEnd is the real time left until c's lease ends by the queue's
+// clock.
+func (p *pool) untilLeaseEnd(c Claim) time.Duration {
+	return c.LeaseUntil.Sub(p.q.clock.Now())
+}
+
+// record writes the handler's result err, offered to the fence: Finish for
+// nil, Fail for Permanent, Release otherwise — at once if the handler was
+// stopped by the shutdown. A database error is retried while the claim can
+// still win (until its lease ends); a refusal is logged and never retried.
+func (p *pool) record(c Claim, err, cause error, began time.Time) {
+	outcome, write := p.outcome(c, err, cause)
+	for n := 1; ; n++ {
+		ctx, cancel := context.WithTimeout(p.bg, max(p.untilLeaseEnd(c), time.Millisecond))
+		ok, werr := write(ctx)
+		cancel()
+		switch {
+		case werr == nil && ok:
+			p.log.Debug("leaseq: job "+outcome, p.attrs(c, outcome, began, "error", err)...)
+			return
+		case werr == nil:
+			p.log.Warn("leaseq: result refused; the lease was lost", p.attrs(c, outcome, began, "error", err)...)
+			return
+		case p.fatal(werr) != nil || p.untilLeaseEnd(c) <= 0:
+			p.log.Error("leaseq: recording a result failed", p.attrs(c, outcome, began, "error", werr)...)
+			return
+		}
+		p.log.Error("leaseq: recording a result failed; retrying", p.attrs(c, outcome, began, "error", werr)...)
+		wait := time.NewTimer(min(faultDelay(n, 0), max(p.untilLeaseEnd(c), 0)))
+		<-wait.C
+	}
+}
+
+// outcome names what the handler's result asks for and returns the write
+// that records it.
+func (p *pool) outcome(c Claim, err, cause error) (string, func(context.Context) (bool, error)) {
+	var perm *permanentError
+	var retry *retryAfterError
+	switch {
+	case err == nil:
+		return "finished", func(ctx context.Context) (bool, error) { return p.q.Finish(ctx, c) }
+	case errors.Is(cause, ErrShutdown):
+		return "released at shutdown", func(ctx context.Context) (bool, error) {
+			return p.q.Release(ctx, c, 0, "worker shut down: "+err.Error())
+		}
+	case errors.As(err, &perm):
+		return "failed", func(ctx context.Context) (bool, error) { return p.q.Fail(ctx, c, err.Error()) }
+	case errors.As(err, &retry):
+		return "released", func(ctx context.Context) (bool, error) { return p.q.Release(ctx, c, retry.d, err.Error()) }
+	default:
+		delay := p.opts.Backoff(c.Attempt)
+		return "released", func(ctx context.Context) (bool, error) { return p.q.Release(ctx, c, delay, err.Error()) }
+	}
+}
+
+// attrs are the fields of a log record about c.
+func (p *pool) attrs(c Claim, outcome string, began time.Time, more ...any) []any {
+	a := []any{"job", c.ID, "queue", p.q.name, "owner", c.Owner, "token", c.Token, "attempt", c.Attempt,
+		"outcome", outcome}
+	if !began.IsZero() {
+		a = append(a, "duration", time.Since(began))
+	}
+	return append(a, more...)
+}
