@@ -516,9 +516,18 @@ func fuzzSeeds() []fuzzSeed {
 			list(listAll, noAfter, limOver).list(listBogus, idUnicode, limDefault).list(listDone, idJ0, lim1).
 			useQueue(1).stats().list(listAll, idJ0, lim1).enqueue(idJ0, 1, 3, noDeadline, nil).stats().
 			list(listAll, noAfter, limDefault).useQueue(0).toRunAt(idJ1, 0).stats().checkAll()},
-		// A clock that steps back, with the lifecycle calls: a job is not
-		// claimable before it was enqueued or released, Extend counts from
-		// the earlier now, a Release's delay from the instant it is made.
+		// A clock that steps back past an Enqueue or a Requeue: a pending
+		// job without a run_at after now is claimable (rules 1 and 15),
+		// whenever it was enqueued or requeued, and Stats counts it as
+		// pending, not scheduled.
+		{"clock-backwards-pending", seed(0).long(5).enqueue(idJ0, 1, 3, noDeadline, nil).
+			enqueueFull(idJ1, 2, 3, noDeadline, runPast, prio0).advance(-8).stats().claim(ownA, lease10ms).
+			claim(ownB, lease10ms).enqueue(idJ2, 3, 1, noDeadline, nil).claim(ownC, lease10ms).toLeaseEnd(2, 0).
+			claim(ownC, lease10ms).requeue(idJ2).advance(-8).stats().claim(ownA, lease10ms).checkAll()},
+		// A clock that steps back, with the lifecycle calls: a delayed job
+		// is not claimable before its run_at, Extend counts from the
+		// earlier now, a Release's delay from the instant it is made (so
+		// a job released without delay waits for the clock to return).
 		{"clock-backwards-lifecycle", seed(0).long(5).enqueue(idJ0, 1, 3, noDeadline, nil).
 			enqueueFull(idJ1, 2, 3, noDeadline, run10ms, prio5).advance(-8).advance(-8).stats().claim(ownA, lease10ms).
 			advance(30).claim(ownA, lease10ms).advance(-8).advance(-8).extend(last, asIssued, lease10ms).

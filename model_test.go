@@ -52,11 +52,11 @@ type modelJob struct {
 	leaseq.State
 	seq int // enqueue order, which List pages in
 	// since is when the job last became pending: its enqueue, Release or
-	// Requeue. A pending job is due — claimable, counted in Stats.Pending —
-	// from max(since, RunAt): Stats.OldestReady's "since when it has been
-	// claimable". With a clock that never steps back that is rule 1's
-	// "pending" and rule 15's "run_at <= now"; with one that steps back, a
-	// job is not claimable before the instant it became pending.
+	// Requeue. Stats.OldestReady counts a pending job claimable since
+	// max(since, RunAt). Whether it is claimable does not depend on since:
+	// rule 1 makes every pending job claimable but for rule 15's run_at >
+	// now, so a job enqueued (or requeued) without a delay is claimable even
+	// after the clock has stepped back past the instant it was enqueued.
 	since  int64
 	reason reasonRule
 }
@@ -201,18 +201,22 @@ func (m *model) enqueueBatch(qi int, now time.Time, jobs []leaseq.Job) map[error
 	return problems
 }
 
-// due is when a pending job became claimable (see modelJob.since).
-func (s *modelJob) due() int64 {
-	if s.RunAt.IsZero() {
+// readySince is Stats.OldestReady's "since when it has been claimable":
+// max(since, run_at) for a pending job, lease_until for an ended lease.
+func (s *modelJob) readySince() int64 {
+	switch {
+	case s.Status == leaseq.StatusLeased:
+		return msOf(s.LeaseUntil)
+	case s.RunAt.IsZero():
 		return s.since
 	}
 	return max(s.since, msOf(s.RunAt))
 }
 
-// claimable is rule 1's choice with rule 15's delay: pending and due, or
-// leased with lease_until <= now.
+// claimable is rule 1's choice with rule 15's delay: pending with no run_at
+// after now, or leased with lease_until <= now.
 func (s *modelJob) claimable(n int64) bool {
-	return s.Status == leaseq.StatusPending && s.due() <= n ||
+	return s.Status == leaseq.StatusPending && (s.RunAt.IsZero() || msOf(s.RunAt) <= n) ||
 		s.Status == leaseq.StatusLeased && msOf(s.LeaseUntil) <= n
 }
 
@@ -436,25 +440,23 @@ func (m *model) purge(qi int, before time.Time, statuses []leaseq.Status) (int, 
 	return n, nil
 }
 
-// stats is Stats at now: every job counted once by where it is.
+// stats is Stats at now: every job counted once by where it is, and the
+// earliest instant since which a claimable job has been claimable (after
+// the clock stepped back that may be after now).
 func (m *model) stats(qi int, now time.Time) leaseq.Stats {
 	var st leaseq.Stats
 	n := msOf(now)
-	oldest := func(t int64) {
-		if st.OldestReady.IsZero() || t < msOf(st.OldestReady) {
-			st.OldestReady = atMS(t)
-		}
-	}
 	for _, s := range m.queues[qi].jobs {
+		if s.claimable(n) && (st.OldestReady.IsZero() || s.readySince() < msOf(st.OldestReady)) {
+			st.OldestReady = atMS(s.readySince())
+		}
 		switch {
-		case s.Status == leaseq.StatusPending && s.due() <= n:
+		case s.Status == leaseq.StatusPending && s.claimable(n):
 			st.Pending++
-			oldest(s.due())
 		case s.Status == leaseq.StatusPending:
 			st.Scheduled++
-		case s.Status == leaseq.StatusLeased && msOf(s.LeaseUntil) <= n:
+		case s.Status == leaseq.StatusLeased && s.claimable(n):
 			st.Expired++
-			oldest(msOf(s.LeaseUntil))
 		case s.Status == leaseq.StatusLeased:
 			st.Leased++
 		case s.Status == leaseq.StatusDone:
