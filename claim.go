@@ -80,14 +80,23 @@ func (q *Queue) claimN(ctx context.Context, op, owner string, lease time.Duratio
 	return cs, nil
 }
 
+// claimableSQL says whether a pending or leased row is claimable at ?2:
+// due (due_at <= now), or pending without a run_at after now. The second
+// half matters only after the clock stepped back past the instant a job
+// was enqueued or requeued: a job claimable at once (no run_at, or one
+// already passed) stays claimable, as rules 1 and 15 in README's "The rules"
+// say, instead of waiting for the clock to come back. Where the index at
+// hand does not hold run_at, the row is read only when due_at alone says no.
+const claimableSQL = `(due_at <= ?2 OR status = 'pending' AND coalesce(run_at, ?2) <= ?2)`
+
 // idleSQL tells whether a Claim has anything to do: a job in
-// leaseq_jobs_ready that is due, or a delayed job or lease in
+// leaseq_jobs_ready that is claimable, or a delayed job or lease in
 // leaseq_jobs_waiting whose time has come. Every job the quarantine sweep
 // may take is one of those too (a lease ends by its deadline at the latest,
 // and a pending job is due before its deadline), so "no" means nothing is
 // claimable and nothing is due for quarantine.
 const idleSQL = `
-SELECT EXISTS (SELECT 1 FROM leaseq_jobs WHERE queue = ?1 AND ready = 1 AND due_at <= ?2)
+SELECT EXISTS (SELECT 1 FROM leaseq_jobs WHERE queue = ?1 AND ready = 1 AND ` + claimableSQL + `)
     OR EXISTS (SELECT 1 FROM leaseq_jobs
                WHERE queue = ?1 AND ready = 0 AND status IN ('pending', 'leased') AND due_at <= ?2)`
 
@@ -139,14 +148,14 @@ var claimSweeps = []string{quarantineSQL[0], quarantineSQL[1], promoteSQL}
 // claimSQL leases up to ?4 claimable jobs in one statement: the head of
 // leaseq_jobs_ready, in its order (priority, then due time, then enqueue
 // order). Only a clock set back can leave a job in that index that is not
-// due yet; due_at <= now skips it.
+// claimable now; claimableSQL skips it.
 const claimSQL = `
 UPDATE leaseq_jobs
 SET status = 'leased', ready = 0, owner = ?1, token = token + 1, attempts = attempts + 1,
     lease_until = CASE WHEN deadline IS NOT NULL AND deadline < ?3 THEN deadline ELSE ?3 END,
     due_at = CASE WHEN deadline IS NOT NULL AND deadline < ?3 THEN deadline ELSE ?3 END,
     updated_at = ?2
-WHERE seq IN (SELECT seq FROM leaseq_jobs WHERE queue = ?5 AND ready = 1 AND due_at <= ?2
+WHERE seq IN (SELECT seq FROM leaseq_jobs WHERE queue = ?5 AND ready = 1 AND ` + claimableSQL + `
               ORDER BY priority DESC, due_at, seq LIMIT ?4)
 RETURNING seq, id, qty, payload, token, attempts, lease_until, deadline, priority`
 

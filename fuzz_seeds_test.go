@@ -93,19 +93,121 @@ func (s *seedBuilder) toDeadline(id, delta int) *seedBuilder {
 }
 func (s *seedBuilder) checkAll() *seedBuilder { return s.op(opCheckAll) }
 
+// Arguments of the lifecycle operations: indexes into fuzzPriorities,
+// fuzzReasons, fuzzPurges, fuzzStatuses and fuzzListLimits, and the codes
+// of decodeRunAt and decodeDelay.
+const (
+	prioUnder, prioMin, prioMinus1, prio0, prio1, prio5, prioMax, prioOver = 0, 1, 2, 3, 4, 5, 6, 7
+
+	runNone, runPast, runNow, run1ms, run10ms, run100ms, run1s, runBeforeDeadline, runAtDeadline, runBetweenMS = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9
+
+	delay0, delay999us, delay1ms, delay10ms, delay100ms, delay1s, delay1h, delayNegative = 0, 1, 2, 3, 4, 5, 6, 7
+	delayBeforeDeadline, delayAtDeadline, delayAfterDeadline, delay1500us                = 8, 9, 10, 11
+
+	rsEmpty, rsTimeout, rsSQL, rs1KiB, rsOver1KiB, rsCutE, rsCutCJK, rsCutFFFD, rsBadByte, rsNUL, rsNULOnly, rsNULsTo1KiB, rsJapanese = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12
+
+	purgeDefault, purgeDone, purgeQuarantined, purgeBoth, purgeRepeat, purgePending, purgeDoneLeased, purgeBogus = 0, 1, 2, 3, 4, 5, 6, 7
+
+	listAll, listPending, listLeased, listDone, listQuarantined, listBogus = 0, 1, 2, 3, 4, 5
+	limDefault, lim1, lim2, lim3, limNegative, limMax, limOver             = 0, 1, 2, 3, 4, 5, 6
+	noAfter                                                                = -1
+)
+
+// Forgeries (see forge), and the claim number that means the most recent.
+const (
+	asIssued, tokenUp, tokenDown, otherOwner, otherID, tokenZero, emptyOwner, emptyID, zeroClaim, fieldsChanged, otherQueue = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+
+	last = 128
+)
+
+// jobFull is one job's bytes as decodeJob reads them with run_at and
+// priority.
+func jobFull(id int, qty byte, max int, deadline byte, payload []byte, runAt, prio int) []byte {
+	return append(job(id, qty, max, deadline, payload), byte(runAt), byte(prio))
+}
+
+func (s *seedBuilder) enqueueFull(id int, qty byte, max int, deadline byte, runAt, prio int) *seedBuilder {
+	return s.op(opEnqueueFull, jobFull(id, qty, max, deadline, nil, runAt, prio)...)
+}
+
+// enqueueBatchFull enqueues jobs (each made by jobFull) in one EnqueueBatch.
+func (s *seedBuilder) enqueueBatchFull(jobs ...[]byte) *seedBuilder {
+	args := []byte{byte(len(jobs))}
+	for _, j := range jobs {
+		args = append(args, j...)
+	}
+	return s.op(opEnqueueBatchFull, args...)
+}
+
+// enqueueTx runs two EnqueueTx calls (jobs made by jobFull; at most 3 and
+// 2) in one transaction, then commits it or rolls it back.
+func (s *seedBuilder) enqueueTx(commit bool, first, second [][]byte) *seedBuilder {
+	args := []byte{1}
+	if commit {
+		args[0] = 0
+	}
+	for _, jobs := range [][][]byte{first, second} {
+		args = append(args, byte(len(jobs)))
+		for _, j := range jobs {
+			args = append(args, j...)
+		}
+	}
+	return s.op(opEnqueueTx, args...)
+}
+
+func (s *seedBuilder) useQueue(i int) *seedBuilder { return s.op(opUseQueue, byte(i)) }
+
+// extend, release and fail act on claim number i (or last), forged by how.
+func (s *seedBuilder) extend(i, how, lease int) *seedBuilder {
+	return s.op(opExtend, byte(i), byte(how), byte(lease))
+}
+func (s *seedBuilder) release(i, how, delay, reason int) *seedBuilder {
+	return s.op(opRelease, byte(i), byte(how), byte(delay), byte(reason))
+}
+func (s *seedBuilder) fail(i, how, reason int) *seedBuilder {
+	return s.op(opFail, byte(i), byte(how), byte(reason))
+}
+func (s *seedBuilder) cancel(id, reason int) *seedBuilder {
+	return s.op(opCancel, byte(id), byte(reason))
+}
+
+// purgeNow purges statuses last changed before now + delta (-1, 0, 1) ms.
+func (s *seedBuilder) purgeNow(statuses, delta int) *seedBuilder {
+	return s.op(opPurge, byte(statuses), 0, byte(delta+1))
+}
+
+// purgeUpdated purges statuses last changed before job id's last change +
+// delta (-1, 0, 1) ms.
+func (s *seedBuilder) purgeUpdated(statuses, id, delta int) *seedBuilder {
+	return s.op(opPurge, byte(statuses), 1, byte(id), byte(delta+1))
+}
+func (s *seedBuilder) purgeLater(statuses int) *seedBuilder { return s.op(opPurge, byte(statuses), 2) }
+func (s *seedBuilder) purgeZero(statuses int) *seedBuilder  { return s.op(opPurge, byte(statuses), 3) }
+func (s *seedBuilder) stats() *seedBuilder                  { return s.op(opStats) }
+
+// list asks for a page: a status, the ID to start after (noAfter: from the
+// start), a limit.
+func (s *seedBuilder) list(status, after, limit int) *seedBuilder {
+	return s.op(opList, byte(status), byte(after+1), byte(limit))
+}
+func (s *seedBuilder) toRunAt(id, delta int) *seedBuilder {
+	return s.op(opToRunAt, byte(id), byte(delta+1))
+}
+
 type fuzzSeed struct {
 	name  string
 	input []byte
 }
 
-// fuzzSeeds is the corpus: one scenario per SPEC rule and error row.
+// fuzzSeeds is the corpus: one scenario per rule in README's "The rules"
+// and per row of its error tables.
 func fuzzSeeds() []fuzzSeed {
 	full := bytes.Repeat([]byte{0, 'x', 0xff, '\''}, fuzzMaxPayload/4)
 	seeds := []struct {
 		name string
 		s    *seedBuilder
 	}{
-		// The SPEC timeline: 0ms A claims, 999ms B gets nothing, 1000ms B
+		// README's timeline: 0ms A claims, 999ms B gets nothing, 1000ms B
 		// claims token 2, 1001ms A's finish is refused and B's accepted.
 		{"timeline", seed(0).enqueue(idJ0, 3, maxDefault, noDeadline, nil).claim(ownA, lease1s).
 			toLeaseEnd(0, -1).claim(ownB, lease1s).toLeaseEnd(0, 0).claim(ownB, lease1s).
@@ -237,6 +339,215 @@ func fuzzSeeds() []fuzzSeed {
 			claim(ownB, lease10ms).get(idJ0).requeue(idJ2).requeue(idEmpty).requeue(idJ0).get(idJ0).requeue(idJ0).
 			claim(ownC, lease1s).finishLast().requeue(idJ0).toDeadline(idJ1, 0).claim(ownC, lease1s).get(idJ1).
 			requeue(idJ1).toDeadline(idJ1, -1).requeue(idJ1).claimBatch(ownA, lease1s, 2).finishLast().checkAll()},
+		// Rule 14: two queues on one database are independent. The same ID
+		// lives in both; a claim of one queue sent to the other is refused;
+		// Cancel, Requeue, Purge, ClaimBatch, Stats and List see only their
+		// own queue's jobs, and so does a Claim's quarantine sweep; each
+		// queue keeps its own MaxAttempts.
+		{"rule14-two-queues", seed(0).enqueue(idJ0, 1, maxDefault, noDeadline, nil).enqueue(idJ1, 2, maxDefault, noDeadline, nil).
+			useQueue(1).enqueue(idJ0, 7, maxDefault, noDeadline, []byte("q1")).enqueue(idJ0, 8, maxDefault, noDeadline, nil).
+			enqueue(idJ2, 9, maxDefault, noDeadline, nil).claim(ownB, lease1s).useQueue(0).claim(ownA, lease1s).
+			finishAny(0, otherQueue).extend(0, otherQueue, lease1h).release(0, otherQueue, delay0, rsTimeout).
+			fail(0, otherQueue, rsTimeout).get(idJ0).stats().useQueue(1).stats().list(listPending, noAfter, limDefault).
+			list(listLeased, noAfter, limDefault).cancel(idJ1, rsTimeout).
+			requeue(idJ1).finishAny(1, otherQueue).purgeLater(purgeBoth).useQueue(0).finishLast().
+			useQueue(1).purgeLater(purgeBoth).list(listAll, noAfter, limDefault).useQueue(0).purgeLater(purgeDefault).
+			useQueue(1).finishAny(0, asIssued).claimBatch(ownC, lease1s, 6).list(listAll, idJ0, limDefault).
+			enqueueFull(idSQL, 1, 1, noDeadline, runNone, prio5).claim(ownA, lease10ms).
+			enqueue(idJ3, 1, maxDefault, deadline10ms, nil).useQueue(0).advance(10).claim(ownB, lease1s).get(idSQL).
+			get(idJ3).useQueue(1).claim(ownC, lease1s).checkAll()},
+		// Rule 15: a delayed job is not claimable before its run_at, is at
+		// it, and after it; a run_at in the past or now is at once.
+		{"rule15-run-at-before", seed(0).enqueueFull(idJ0, 1, maxDefault, noDeadline, run10ms, prio0).
+			claim(ownA, lease1s).toRunAt(idJ0, -1).stats().claim(ownA, lease1s).claimBatch(ownA, lease1s, 6).
+			get(idJ0).checkAll()},
+		{"rule15-run-at-at", seed(0).enqueueFull(idJ0, 1, maxDefault, noDeadline, run10ms, prio0).
+			enqueueFull(idJ1, 2, maxDefault, noDeadline, runPast, prio0).enqueueFull(idJ2, 3, maxDefault, noDeadline, runNow, prio0).
+			stats().claimBatch(ownA, lease1s, 6).toRunAt(idJ0, 0).stats().claim(ownB, lease1s).checkAll()},
+		{"rule15-run-at-after", seed(200).enqueueFull(idJ0, 1, maxDefault, noDeadline, runBetweenMS, prio0).
+			enqueueFull(idJ1, 2, maxDefault, noDeadline, run1s, prio0).toRunAt(idJ0, 1).stats().claim(ownA, lease1s).
+			toRunAt(idJ1, 1).claim(ownB, lease1s).claim(ownC, lease1s).checkAll()},
+		// Rule 15: run_at at or after the deadline is ErrInvalid (alone or
+		// in a batch); just before it the job is claimable for 1 ms, with
+		// its lease capped at the deadline.
+		{"rule15-run-at-deadline", seed(0).enqueueFull(idJ0, 1, maxDefault, deadline100ms, runAtDeadline, prio0).
+			enqueueFull(idJ1, 1, maxDefault, deadline100ms, runBeforeDeadline, prio0).
+			enqueueBatchFull(jobFull(idJ2, 1, maxDefault, deadline100ms, nil, runAtDeadline, prio0),
+				jobFull(idJ3, 1, maxDefault, noDeadline, nil, runNone, prio0)).
+			toRunAt(idJ1, -1).claim(ownA, lease1s).toRunAt(idJ1, 0).claim(ownA, lease1s).toDeadline(idJ1, 0).
+			finishLast().claim(ownB, lease1s).checkAll()},
+		// Rule 16: the highest priority first, whatever the enqueue order;
+		// a batch takes the highest ones in priority order; priorities
+		// outside -100..100 are ErrInvalid, alone or in a batch.
+		{"rule16-priority", seed(0).enqueueBatchFull(jobFull(idJ0, 1, maxDefault, noDeadline, nil, runNone, prio0),
+			jobFull(idJ1, 2, maxDefault, noDeadline, nil, runNone, prio5), jobFull(idJ2, 3, maxDefault, noDeadline, nil, runNone, prioMax),
+			jobFull(idJ3, 4, maxDefault, noDeadline, nil, runNone, prioMinus1), jobFull(idSQL, 5, maxDefault, noDeadline, nil, runNone, prioMin)).
+			enqueueFull(idUnicode, 1, maxDefault, noDeadline, runNone, prioOver).
+			enqueueFull(idWildcards, 1, maxDefault, noDeadline, runNone, prioUnder).
+			enqueueBatchFull(jobFull(idUnicode, 1, maxDefault, noDeadline, nil, runNone, prio1),
+				jobFull(idWildcards, 1, maxDefault, noDeadline, nil, runNone, prioOver)).
+			claim(ownA, lease1s).claimBatch(ownB, lease1s, 2).claim(ownC, lease1s).claim(ownA, lease1s).
+			claim(ownA, lease1s).checkAll()},
+		// Rule 16 with leases and delays: an ended lease of higher priority
+		// goes before a pending job of lower; a delayed job of the highest
+		// priority waits until its run_at and then goes first.
+		{"rule16-priority-expired-lease", seed(0).enqueueFull(idJ0, 1, 4, noDeadline, runNone, prio5).claim(ownA, lease10ms).
+			enqueueFull(idJ1, 2, 4, noDeadline, runNone, prio0).enqueueFull(idJ2, 3, 4, noDeadline, run100ms, prioMax).
+			claim(ownB, lease1s).enqueueFull(idJ3, 4, 4, noDeadline, runNone, prio1).toLeaseEnd(0, 0).
+			claim(ownC, lease1s).enqueueFull(idSQL, 5, 4, noDeadline, runNone, prio1).toRunAt(idJ2, -1).
+			claim(ownA, lease1s).toRunAt(idJ2, 0).stats().claim(ownA, lease1s).claim(ownB, lease1s).checkAll()},
+		// Rule 17: Extend is capped at the deadline; 1 ms before the
+		// deadline it still succeeds (and ends at the deadline), at the
+		// deadline it is refused; the original lease end no longer counts.
+		{"rule17-extend-cap", seed(0).enqueue(idJ0, 1, maxDefault, deadline100ms, nil).claim(ownA, lease10ms).
+			extend(last, asIssued, lease1h).toLeaseEnd(0, 0).claim(ownB, lease1s).toDeadline(idJ0, -1).
+			extend(last, asIssued, lease1s).toDeadline(idJ0, 0).extend(last, asIssued, lease1s).finishLast().
+			claim(ownB, lease1s).checkAll()},
+		// Rule 17: Extend counts from now, so it can shorten a lease; the
+		// new end is exact (before: live, at: over); a lease under 1 ms is
+		// ErrInvalid; a stale claim cannot extend the new holder's lease.
+		{"rule17-extend-shorten", seed(0).enqueue(idJ0, 1, 3, noDeadline, nil).claim(ownA, lease1s).advance(5).
+			extend(last, asIssued, lease1ms).toLeaseEnd(1, -1).claim(ownB, lease1s).extend(1, asIssued, lease0).
+			extend(1, asIssued, leaseHalfMS).toLeaseEnd(1, 0).extend(1, asIssued, lease1s).claim(ownB, lease1s).
+			extend(0, asIssued, lease1h).extend(1, asIssued, lease1h).extend(last, asIssued, lease2ms).
+			toLeaseEnd(3, -1).finishLast().toLeaseEnd(3, 1).claim(ownC, lease1s).checkAll()},
+		// Rule 17: Extend is fenced like Finish: every forgery is refused
+		// or ErrInvalid and changes nothing; fields the fence ignores do
+		// not matter.
+		{"rule17-extend-fence", seed(0).enqueue(idJ0, 1, maxDefault, noDeadline, nil).claim(ownA, lease1s).
+			extend(0, tokenUp, lease1s).extend(0, tokenDown, lease1s).extend(0, otherOwner, lease1s).
+			extend(0, otherID, lease1s).extend(0, tokenZero, lease1s).extend(0, emptyOwner, lease1s).
+			extend(0, emptyID, lease1s).extend(0, zeroClaim, lease1s).extend(0, otherQueue, lease1s).
+			extend(0, fieldsChanged, lease100ms).get(idJ0).extend(last, asIssued, lease10ms).checkAll()},
+		// Rule 18: Release with a delay: pending, claimable from now +
+		// delay (before, at), the token kept so the next claim gets +1; a
+		// negative delay is ErrInvalid, a delay under 1 ms is none; a
+		// stale or late Release is refused.
+		{"rule18-release-delay", seed(0).enqueue(idJ0, 1, 3, noDeadline, nil).claim(ownA, lease1s).
+			release(last, asIssued, delayNegative, rsTimeout).release(last, tokenUp, delay100ms, rsTimeout).
+			release(last, asIssued, delay100ms, rsTimeout).release(last, asIssued, delay0, rsEmpty).
+			claim(ownB, lease1s).stats().toRunAt(idJ0, -1).claim(ownB, lease1s).toRunAt(idJ0, 0).claim(ownB, lease1s).
+			release(last, asIssued, delay999us, rsSQL).claim(ownC, lease10ms).finishAny(1, asIssued).
+			toLeaseEnd(2, 0).release(2, asIssued, delay0, rsEmpty).checkAll()},
+		// Rule 18: a delay that lands 1 ms before the deadline leaves the
+		// job pending (claimable for its last millisecond); one landing on
+		// or after the deadline quarantines it at once, and Release still
+		// returns true.
+		{"rule18-release-delay-at-deadline", seed(0).enqueueBatch(job(idJ0, 1, 3, deadline100ms, nil),
+			job(idJ1, 2, 3, deadline100ms, nil), job(idJ2, 3, 3, deadline100ms, nil), job(idJ3, 4, 3, deadline100ms, nil)).
+			claimBatch(ownA, lease1s, 4).advance(5).release(0, asIssued, delayBeforeDeadline, rsTimeout).
+			release(1, asIssued, delayAtDeadline, rsTimeout).release(2, asIssued, delayAfterDeadline, rsTimeout).
+			release(3, asIssued, delay1h, rsSQL).toRunAt(idJ0, -1).claim(ownB, lease1s).toRunAt(idJ0, 0).
+			claim(ownB, lease1s).stats().toDeadline(idJ0, 0).claim(ownC, lease1s).checkAll()},
+		// Rule 18: with the attempts used up a Release quarantines at once
+		// with a reason that holds the text given (cut at 1 KiB if need
+		// be); with attempts left the job is pending again.
+		{"rule18-release-attempts-used", seed(0).enqueue(idJ0, 1, 1, noDeadline, nil).claim(ownA, lease1s).
+			release(last, asIssued, delay0, rsTimeout).claim(ownB, lease1s).requeue(idJ0).claim(ownB, lease1s).
+			release(last, asIssued, delay1s, rs1KiB).get(idJ0).useQueue(1).enqueue(idJ0, 1, 2, noDeadline, nil).
+			claim(ownA, lease1s).release(last, asIssued, delay0, rsJapanese).claim(ownA, lease1s).
+			release(last, asIssued, delay0, rsCutCJK).checkAll()},
+		// Rule 19: Fail is fenced like Finish, quarantines at once with the
+		// reason given (even an empty one), and after it the holder's
+		// Finish, Extend, Release and Fail are refused; Requeue brings the
+		// job back with the next token; a Fail at the lease end is refused.
+		{"rule19-fail", seed(0).enqueue(idJ0, 1, 3, noDeadline, nil).claim(ownA, lease100ms).
+			fail(last, zeroClaim, rsTimeout).fail(last, tokenUp, rsTimeout).fail(last, otherQueue, rsTimeout).
+			fail(last, asIssued, rsTimeout).fail(last, asIssued, rsSQL).finishLast().extend(last, asIssued, lease1s).
+			release(last, asIssued, delay0, rsEmpty).claim(ownB, lease1s).requeue(idJ0).claim(ownB, lease10ms).
+			toLeaseEnd(1, 0).fail(last, asIssued, rsTimeout).claim(ownC, lease1s).fail(last, asIssued, rsEmpty).
+			checkAll()},
+		// Rule 20: Cancel quarantines a leased job with the reason given,
+		// and the holder's Finish, Extend, Release and Fail are refused; a
+		// pending (delayed) job or an ended lease can be cancelled; a
+		// cancelled or done job is ErrInvalid; an unknown ID ErrNotFound.
+		{"rule20-cancel-then-finish", seed(0).enqueue(idJ0, 1, 3, noDeadline, nil).
+			enqueueFull(idJ1, 2, 3, noDeadline, run100ms, prio0).claim(ownA, lease1s).cancel(idJ0, rsSQL).
+			finishAny(0, asIssued).extend(0, asIssued, lease1s).release(0, asIssued, delay0, rsEmpty).
+			fail(0, asIssued, rsEmpty).cancel(idJ0, rsTimeout).cancel(idJ1, rsTimeout).cancel(idJ2, rsEmpty).
+			cancel(idEmpty, rsEmpty).cancel(idBadUTF8, rsEmpty).enqueue(idJ2, 3, 3, noDeadline, nil).claim(ownB, lease1s).
+			finishLast().cancel(idJ2, rsTimeout).enqueue(idJ3, 4, 3, noDeadline, nil).claim(ownC, lease10ms).
+			advance(10).cancel(idJ3, rsNUL).requeue(idJ0).claim(ownA, lease1s).finishLast().checkAll()},
+		// Rule 21: Purge deletes done and quarantined jobs whose last
+		// change is strictly before its instant (at it: kept), never
+		// pending or leased ones, only in its own queue; other statuses are
+		// ErrInvalid. An ID enqueued again — by Enqueue, EnqueueBatch or
+		// EnqueueTx — continues the purged job's tokens with attempts 0, so
+		// no claim from before the purge finishes, extends, releases or
+		// fails it.
+		{"rule21-purge-reenqueue-token", seed(0).enqueue(idJ0, 1, 3, noDeadline, nil).claim(ownA, lease10ms).
+			advance(10).claim(ownB, lease1s).finishLast().
+			useQueue(1).enqueue(idJ0, 5, maxDefault, noDeadline, nil).claim(ownA, lease1s).finishLast().useQueue(0).
+			advance(5).purgeNow(purgePending, 0).purgeNow(purgeDoneLeased, 0).purgeUpdated(purgeDefault, idJ0, 0).
+			purgeUpdated(purgeQuarantined, idJ0, 1).purgeUpdated(purgeDefault, idJ0, 1).get(idJ0).finishAny(1, asIssued).
+			enqueue(idJ0, 2, maxDefault, noDeadline, nil).finishAny(0, asIssued).finishAny(1, asIssued).
+			extend(1, asIssued, lease1s).release(1, asIssued, delay0, rsEmpty).fail(1, asIssued, rsEmpty).
+			claim(ownC, lease1s).fail(last, asIssued, rsTimeout).advance(1).purgeNow(purgeBoth, 0).
+			enqueueBatch(job(idJ0, 3, maxDefault, noDeadline, nil)).claim(ownA, lease1s).finishLast().advance(1).
+			purgeLater(purgeRepeat).enqueueTx(true, [][]byte{jobFull(idJ0, 4, maxDefault, noDeadline, nil, runNone, prio0)}, nil).
+			claim(ownB, lease1s).purgeZero(purgeBoth).useQueue(1).get(idJ0).purgeNow(purgeDone, 0).
+			enqueue(idJ0, 6, maxDefault, noDeadline, nil).claim(ownA, lease1s).checkAll()},
+		// Rule 22: reasons are stored cleaned and never refused: cut to
+		// 1 KiB at a character boundary (é, 日, a U+FFFD that replaced an
+		// invalid byte), invalid bytes replaced, NUL bytes dropped — by
+		// Fail, Release and Cancel alike.
+		{"rule22-reason-cut", seed(0).enqueueBatch(job(idJ0, 1, 3, noDeadline, nil), job(idJ1, 2, 3, noDeadline, nil),
+			job(idJ2, 3, 3, noDeadline, nil), job(idJ3, 4, 3, noDeadline, nil), job(idSQL, 5, 3, noDeadline, nil)).
+			enqueueBatch(job(idUnicode, 6, 3, noDeadline, nil), job(idWildcards, 7, 3, noDeadline, nil), job(id255, 8, 3, noDeadline, nil)).
+			claimBatch(ownA, lease1s, 6).fail(0, asIssued, rs1KiB).fail(1, asIssued, rsOver1KiB).
+			release(2, asIssued, delay1s, rsCutE).release(3, asIssued, delay1s, rsCutCJK).fail(4, asIssued, rsCutFFFD).
+			release(5, asIssued, delay0, rsBadByte).cancel(idWildcards, rsNUL).cancel(id255, rsNULOnly).
+			useQueue(1).enqueue(idJ0, 1, 3, noDeadline, nil).enqueue(idJ1, 2, 3, noDeadline, nil).
+			enqueue(idJ2, 3, 3, noDeadline, nil).claim(ownA, lease1s).fail(last, asIssued, rsNULsTo1KiB).
+			claim(ownA, lease1s).release(last, asIssued, delay0, rsJapanese).cancel(idJ2, rsSQL).checkAll()},
+		// Stats counts every bucket (pending, scheduled, leased, expired,
+		// done, quarantined) and the oldest claimable instant; List pages
+		// in enqueue order by status, AfterID and Limit, and refuses a bad
+		// filter (ErrInvalid) or an AfterID not in its queue (ErrNotFound).
+		{"stats-and-list", seed(0).enqueueBatchFull(jobFull(idJ0, 1, 3, noDeadline, nil, runNone, prio0),
+			jobFull(idJ1, 2, 3, noDeadline, nil, run100ms, prio0), jobFull(idJ2, 3, 3, noDeadline, nil, runNone, prio5),
+			jobFull(idJ3, 4, 3, noDeadline, nil, runNone, prio1), jobFull(idSQL, 5, 3, noDeadline, nil, runNone, prio0)).
+			stats().claim(ownA, lease10ms).claim(ownB, lease1s).claim(ownC, lease1s).finishLast().advance(5).stats().
+			toLeaseEnd(0, 0).stats().cancel(idSQL, rsTimeout).cancel(idJ0, rsTimeout).stats().
+			list(listAll, noAfter, limDefault).list(listPending, noAfter, limDefault).list(listLeased, noAfter, limDefault).
+			list(listDone, noAfter, limDefault).list(listQuarantined, noAfter, limDefault).list(listAll, noAfter, lim2).
+			list(listAll, idJ1, lim2).list(listAll, idJ3, lim1).list(listAll, idJ1, limMax).list(listAll, idEmpty, lim3).
+			list(listAll, idUnicode, lim1).list(listBogus, noAfter, limDefault).list(listAll, noAfter, limNegative).
+			list(listAll, noAfter, limOver).list(listBogus, idUnicode, limDefault).list(listDone, idJ0, lim1).
+			useQueue(1).stats().list(listAll, idJ0, lim1).enqueue(idJ0, 1, 3, noDeadline, nil).stats().
+			list(listAll, noAfter, limDefault).useQueue(0).toRunAt(idJ1, 0).stats().checkAll()},
+		// A clock that steps back past an Enqueue or a Requeue: a pending
+		// job without a run_at after now is claimable (rules 1 and 15),
+		// whenever it was enqueued or requeued, and Stats counts it as
+		// pending, not scheduled.
+		{"clock-backwards-pending", seed(0).long(5).enqueue(idJ0, 1, 3, noDeadline, nil).
+			enqueueFull(idJ1, 2, 3, noDeadline, runPast, prio0).advance(-8).stats().claim(ownA, lease10ms).
+			claim(ownB, lease10ms).enqueue(idJ2, 3, 1, noDeadline, nil).claim(ownC, lease10ms).toLeaseEnd(2, 0).
+			claim(ownC, lease10ms).requeue(idJ2).advance(-8).stats().claim(ownA, lease10ms).checkAll()},
+		// A clock that steps back, with the lifecycle calls: a delayed job
+		// is not claimable before its run_at, Extend counts from the
+		// earlier now, a Release's delay from the instant it is made (so
+		// a job released without delay waits for the clock to return).
+		{"clock-backwards-lifecycle", seed(0).long(5).enqueue(idJ0, 1, 3, noDeadline, nil).
+			enqueueFull(idJ1, 2, 3, noDeadline, run10ms, prio5).advance(-8).advance(-8).stats().claim(ownA, lease10ms).
+			advance(30).claim(ownA, lease10ms).advance(-8).advance(-8).extend(last, asIssued, lease10ms).
+			claim(ownB, lease10ms).advance(2).claim(ownB, lease10ms).release(last, asIssued, delay10ms, rsTimeout).
+			advance(-8).release(1, asIssued, delay0, rsEmpty).advance(-8).stats().claim(ownC, lease10ms).
+			advance(8).claim(ownC, lease10ms).finishAny(0, asIssued).checkAll()},
+		// EnqueueTx joins the caller's transaction: written when it
+		// commits, not when it rolls back; a call with an invalid or
+		// duplicate job writes none of its jobs and leaves the transaction
+		// usable for the next call.
+		{"enqueue-tx", seed(0).enqueueTx(true, [][]byte{jobFull(idJ0, 1, 3, noDeadline, nil, runNone, prio0),
+			jobFull(idJ1, 2, 3, noDeadline, []byte("p"), run10ms, prio5)}, [][]byte{jobFull(idJ2, 3, 3, deadline100ms, nil, runNone, prio0)}).
+			enqueueTx(false, [][]byte{jobFull(idJ3, 4, 3, noDeadline, nil, runNone, prio0)}, nil).
+			enqueueTx(true, [][]byte{jobFull(idJ3, 4, 3, noDeadline, nil, runNone, prio0), jobFull(idJ0, 5, 3, noDeadline, nil, runNone, prio0)},
+				[][]byte{jobFull(idJ3, 6, 3, noDeadline, nil, runNone, prio1)}).
+			enqueueTx(true, [][]byte{jobFull(idEmpty, 1, 3, noDeadline, nil, runNone, prio0)},
+				[][]byte{jobFull(idSQL, 1, 3, noDeadline, nil, runNone, prioOver)}).
+			enqueueTx(true, [][]byte{jobFull(idSQL, 1, 3, noDeadline, nil, runNone, prio0), jobFull(idSQL, 2, 3, noDeadline, nil, runNone, prio0)}, nil).
+			enqueueTx(true, nil, nil).useQueue(1).enqueueTx(true, [][]byte{jobFull(idJ0, 7, 3, noDeadline, nil, runNone, prio0)}, nil).
+			useQueue(0).claimBatch(ownA, lease1s, 6).checkAll()},
 	}
 	out := make([]fuzzSeed, len(seeds))
 	for i, s := range seeds {

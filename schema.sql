@@ -76,8 +76,8 @@ CREATE INDEX IF NOT EXISTS leaseq_jobs_pending_deadline ON leaseq_jobs (queue, d
   WHERE status = 'pending' AND deadline IS NOT NULL;
 
 -- Every job by status in enqueue order: List's pages, and Stats' counts
--- (due_at makes it cover them, so counting reads no table row).
-CREATE INDEX IF NOT EXISTS leaseq_jobs_status ON leaseq_jobs (queue, status, seq, due_at);
+-- (due_at and run_at make it cover them, so counting reads no table row).
+CREATE INDEX IF NOT EXISTS leaseq_jobs_status ON leaseq_jobs (queue, status, seq, due_at, run_at);
 
 -- Finished jobs by the time they finished, for Purge.
 CREATE INDEX IF NOT EXISTS leaseq_jobs_finished ON leaseq_jobs (queue, status, updated_at)

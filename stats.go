@@ -10,11 +10,11 @@ import (
 // Stats and List are reads: they never take the write lock, and each is a
 // few statements over the index leaseq_jobs_status, which covers them.
 
-// statsSQL counts the queue's jobs by status, and of those due at ?2 how
-// many and since when, in one pass of leaseq_jobs_status in index order
+// statsSQL counts the queue's jobs by status, and of those claimable at ?2
+// how many and since when, in one pass of leaseq_jobs_status in index order
 // (grouping by status alone needs no sorting).
 const statsSQL = `
-SELECT status, count(*), sum(due_at <= ?2), min(CASE WHEN due_at <= ?2 THEN due_at END)
+SELECT status, count(*), sum(` + claimableSQL + `), min(CASE WHEN ` + claimableSQL + ` THEN due_at END)
 FROM leaseq_jobs WHERE queue = ?1 GROUP BY status`
 
 // Stats counts the queue's jobs by where they are, at one instant of the
