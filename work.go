@@ -398,7 +398,11 @@ func (p *pool) untilLeaseEnd(c Claim) time.Duration {
 func (p *pool) record(c Claim, err, cause error, began time.Time) {
 	outcome, write := p.outcome(c, err, cause)
 	for n := 1; ; n++ {
-		ctx, cancel := context.WithTimeout(p.bg, max(p.untilLeaseEnd(c), time.Millisecond))
+		// A try may take until the lease ends, and at least recordTimeout:
+		// a result that comes after its lease ended must still meet the
+		// fence, which refuses it (a lost lease, at Warn), not a timeout
+		// that would be logged as a fault.
+		ctx, cancel := context.WithTimeout(p.bg, max(p.untilLeaseEnd(c), recordTimeout))
 		ok, werr := write(ctx)
 		cancel()
 		switch {
