@@ -175,6 +175,12 @@ func (p *pool) run(ctx context.Context) error {
 		p.reap()
 		if free := p.opts.Concurrency - p.running; free > 0 {
 			cs, err := p.q.claimN(ctx, "work", p.opts.Owner, p.opts.Lease, free, p.q.groupTx)
+			// A claim that committed as ctx ended is run too, under the
+			// drain: dropped, its jobs would stay leased to a pool that is
+			// gone until their leases end.
+			for _, c := range cs {
+				p.start(c)
+			}
 			switch {
 			case ctx.Err() != nil:
 				return nil
@@ -188,9 +194,6 @@ func (p *pool) run(ctx context.Context) error {
 				sleep = time.After(faultDelay(faults, p.opts.PollInterval))
 			default:
 				faults = 0
-				for _, c := range cs {
-					p.start(c)
-				}
 				if len(cs) < free {
 					sleep = time.After(p.idleFor(ctx))
 				}
