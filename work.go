@@ -175,6 +175,12 @@ func (p *pool) run(ctx context.Context) error {
 		p.reap()
 		if free := p.opts.Concurrency - p.running; free > 0 {
 			cs, err := p.q.claimN(ctx, "work", p.opts.Owner, p.opts.Lease, free, p.q.groupTx)
+			// A claim that committed as ctx ended is run too, under the
+			// drain: dropped, its jobs would stay leased to a pool that is
+			// gone until their leases end.
+			for _, c := range cs {
+				p.start(c)
+			}
 			switch {
 			case ctx.Err() != nil:
 				return nil
@@ -188,9 +194,6 @@ func (p *pool) run(ctx context.Context) error {
 				sleep = time.After(faultDelay(faults, p.opts.PollInterval))
 			default:
 				faults = 0
-				for _, c := range cs {
-					p.start(c)
-				}
 				if len(cs) < free {
 					sleep = time.After(p.idleFor(ctx))
 				}
@@ -398,7 +401,11 @@ func (p *pool) untilLeaseEnd(c Claim) time.Duration {
 func (p *pool) record(c Claim, err, cause error, began time.Time) {
 	outcome, write := p.outcome(c, err, cause)
 	for n := 1; ; n++ {
-		ctx, cancel := context.WithTimeout(p.bg, max(p.untilLeaseEnd(c), time.Millisecond))
+		// A try may take until the lease ends, and at least recordTimeout:
+		// a result that comes after its lease ended must still meet the
+		// fence, which refuses it (a lost lease, at Warn), not a timeout
+		// that would be logged as a fault.
+		ctx, cancel := context.WithTimeout(p.bg, max(p.untilLeaseEnd(c), recordTimeout))
 		ok, werr := write(ctx)
 		cancel()
 		switch {
