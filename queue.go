@@ -249,9 +249,12 @@ func (q *Queue) Get(ctx context.Context, id string) (State, error) {
 		return State{}, opError("get", job(id), err)
 	}
 	var s State
-	err := q.s.readRetry(ctx, func(db execer) error {
-		var err error
-		s, err = scanState(db.QueryRowContext(ctx, getSQL, q.name, id))
+	err := q.s.readRetry(ctx, func(execer) error {
+		st, err := q.s.readStmt(ctx, getSQL)
+		if err != nil {
+			return err
+		}
+		s, err = scanState(st.QueryRowContext(ctx, q.name, id))
 		return err
 	})
 	if errors.Is(err, sql.ErrNoRows) {

@@ -32,6 +32,30 @@ type store struct {
 	// wake lets a call that makes a job claimable wake this process's
 	// waiting workers of that queue (work.go).
 	wake wakers
+	// reads are the read statements prepared on db (see readStmt).
+	readsMu sync.Mutex
+	reads   map[string]*sql.Stmt
+}
+
+// readStmt returns query prepared on the pool. database/sql prepares it
+// again on each connection it runs on, once: a read that polls (an idle
+// worker's) or repeats (Get) parses its SQL once per connection, not per
+// call.
+func (s *store) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	s.readsMu.Lock()
+	defer s.readsMu.Unlock()
+	if st, ok := s.reads[query]; ok {
+		return st, nil
+	}
+	st, err := s.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if s.reads == nil {
+		s.reads = make(map[string]*sql.Stmt)
+	}
+	s.reads[query] = st
+	return st, nil
 }
 
 var (
@@ -73,6 +97,12 @@ func closeStore(s *store) {
 	if s.wc != nil {
 		s.dropWriteConn(s.wc)
 	}
+	s.readsMu.Lock()
+	for _, st := range s.reads {
+		st.Close()
+	}
+	s.reads = nil
+	s.readsMu.Unlock()
 }
 
 // ErrClosed is wrapped by the error of every call on a Queue after

@@ -258,8 +258,12 @@ WHERE queue = ?1 AND ready = 0 AND status IN ('pending', 'leased')`
 // are found no later), at least a millisecond.
 func (p *pool) idleFor(ctx context.Context) time.Duration {
 	var due sql.NullInt64
-	err := p.q.s.readRetry(ctx, func(db execer) error {
-		return db.QueryRowContext(ctx, nextDueSQL, p.q.name).Scan(&due)
+	err := p.q.s.readRetry(ctx, func(execer) error {
+		st, err := p.q.s.readStmt(ctx, nextDueSQL)
+		if err != nil {
+			return err
+		}
+		return st.QueryRowContext(ctx, p.q.name).Scan(&due)
 	})
 	if err != nil || !due.Valid {
 		return p.opts.PollInterval
