@@ -905,6 +905,9 @@ func (c *chaos) report(rep chaosReport, elapsed time.Duration) {
 			break
 		}
 		t.Errorf("violation: %s", v)
+		if i < 5 {
+			t.Logf("history of %s:\n%s", jobOf(v), c.historyOf(jobOf(v)))
+		}
 	}
 	if !c.soak {
 		for i, s := range rep.quarantines {
@@ -917,6 +920,28 @@ func (c *chaos) report(rep chaosReport, elapsed time.Duration) {
 	}
 	t.Logf("chaos: %v, %d workers and an operator, lease %v: %s; %d kills (%d of the operator); %d violations",
 		elapsed.Round(time.Millisecond), chaosWorkers, chaosLease, rep.summary(), c.kills, c.opKills, len(rep.violations))
+}
+
+// jobOf is the job ID a violation names first.
+func jobOf(violation string) string {
+	id, _, _ := strings.Cut(violation, ":")
+	return id
+}
+
+// historyOf is every history line about job id, so that a failed run
+// (a soak, say) can be understood after its files are gone.
+func (c *chaos) historyOf(id string) string {
+	var b strings.Builder
+	needle := fmt.Sprintf("%q:%q", "job", id)
+	for _, inc := range c.all {
+		data, _ := os.ReadFile(inc.hist)
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, needle+",") || strings.Contains(line, needle+"}") {
+				fmt.Fprintf(&b, "  %s.%d %s\n", inc.name, inc.n, line)
+			}
+		}
+	}
+	return b.String()
 }
 
 func randDur(lo, hi time.Duration) time.Duration { return lo + rand.N(hi-lo) }

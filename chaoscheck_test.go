@@ -99,6 +99,7 @@ func checkHistory(t *testing.T, q *leaseq.Queue, c *chaos, jobs []leaseq.Job, rc
 	k.loadRows(q)
 	k.loadHistories()
 	k.buildGenerations(jobs)
+	k.probePurged(q)
 	for _, id := range k.order {
 		k.checkJob(k.jobs[id])
 	}
@@ -226,6 +227,9 @@ type jobLog struct {
 	lives   map[int64]*life // by token
 	cancels []*loggedOp     // every cancel result
 	final   *leaseq.State   // its row at the end; nil if purged
+	// purgedLast is the last token of the purged job, if it has no row
+	// (-1 otherwise), as probePurged found it.
+	purgedLast int64
 }
 
 // spare is the one call a killed incarnation may have made after its last
@@ -261,7 +265,7 @@ func opKey(job, owner string, token int64) string { return fmt.Sprint(job, "/", 
 func (k *checker) job(id string) *jobLog {
 	jl := k.jobs[id]
 	if jl == nil {
-		jl = &jobLog{id: id, lives: map[int64]*life{}, final: k.rows[id]}
+		jl = &jobLog{id: id, lives: map[int64]*life{}, final: k.rows[id], purgedLast: -1}
 		k.jobs[id] = jl
 	}
 	return jl
@@ -515,6 +519,45 @@ func (jl *jobLog) nextClaim(token int64) *life {
 	return next
 }
 
+// probePurged enqueues every ID that has no row at the end once more and
+// claims it. Its first claim's token is one more than the purged job's
+// last (rule 21 in README's "The rules"), which tells how far the ID's
+// tokens went even where the last claims left no line — a job whose only
+// claim a kill left unlogged, then quarantined by the sweep and purged,
+// leaves no other trace. The claim must be its first attempt. It changes
+// the queue, so it runs after the rows are read and the chaos is over.
+func (k *checker) probePurged(q *leaseq.Queue) {
+	ctx := context.Background()
+	var probes []leaseq.Job
+	for _, id := range k.order {
+		if k.jobs[id].row() == nil {
+			probes = append(probes, leaseq.Job{ID: id, Payload: []byte("probe")})
+		}
+	}
+	for len(probes) > 0 {
+		n := min(len(probes), leaseq.MaxListLimit)
+		if err := q.EnqueueBatch(ctx, probes[:n]); err != nil {
+			k.t.Fatalf("probing purged IDs: %v", err)
+		}
+		probes = probes[n:]
+	}
+	for {
+		cs, err := q.ClaimBatch(ctx, "probe", time.Hour, leaseq.MaxListLimit)
+		if err != nil {
+			k.t.Fatalf("probing purged IDs: %v", err)
+		}
+		if len(cs) == 0 {
+			return
+		}
+		for _, c := range cs {
+			if c.Attempt != 1 {
+				k.bad("%s: enqueued again after the run, its first claim is attempt %d", c.ID, c.Attempt)
+			}
+			k.jobs[c.ID].purgedLast = c.Token - 1
+		}
+	}
+}
+
 // checkJob checks one ID: its tokens, each claim's calls, the claims
 // against each other, its cancels, how each generation ended, and its row.
 func (k *checker) checkJob(jl *jobLog) {
@@ -564,6 +607,10 @@ func (k *checker) checkTokens(jl *jobLog) {
 			before = max(before, l.token)
 		}
 		before = max(before, g.base)
+	}
+	if jl.row() == nil && jl.purgedLast < before {
+		k.bad("%s: enqueued again after the run, its first claim got token %d, but the purged job's tokens had reached %d: tokens do not continue",
+			jl.id, jl.purgedLast+1, before)
 	}
 }
 
@@ -867,14 +914,17 @@ func (k *checker) sweepFrom(jl *jobLog, g *generation) int64 {
 }
 
 // lastToken is the last token g handed out, as far as is known: the next
-// generation's base, the row's token, or its last logged claim's (-1 if
-// none of these is known).
+// generation's base, the row's token, the probe's, or its last logged
+// claim's (-1 if none of these is known).
 func (g *generation) lastToken(jl *jobLog) int64 {
 	if n := jl.genAfter(g); n != nil && n.base >= 0 {
 		return n.base
 	}
-	if r := jl.row(); r != nil && jl.gens[len(jl.gens)-1] == g {
-		return r.Token
+	if jl.gens[len(jl.gens)-1] == g {
+		if r := jl.row(); r != nil {
+			return r.Token
+		}
+		return jl.purgedLast
 	}
 	last := g.base
 	for _, l := range g.lives {
@@ -1179,6 +1229,7 @@ func (k *checker) accountForUnloggedClaims() {
 		if r != nil {
 			n = max(n, r.Token)
 		}
+		n = max(n, jl.purgedLast)
 		k.rep.claims += int(n)
 		for tok := int64(1); tok <= n; tok++ {
 			if jl.lives[tok] != nil {
@@ -1683,6 +1734,17 @@ var lostLineCases = []lostLineCase{
 		cc.extend(20, "w1", &c)
 		cc.exit("w1")
 	}, "cancel", "while its lease was live"},
+	{"claim line lost, then swept and purged", func(cc *checkerCase, kill bool) {
+		// k1 has one attempt; w1's claim at 0 has no line, the sweep at
+		// 150 quarantines k1 and the purge at 200 deletes it: only the
+		// probe after the run shows that token 1 was handed out.
+		cc.enqueue(0, leaseq.Job{ID: "k1", Qty: 1, Payload: []byte("k1"), MaxAttempts: 1})
+		cc.claim(0, "w1")
+		cc.loseLine("w1", "claim", "k1", 1, kill)
+		cc.sweep(150)
+		cc.purge(200, 160, leaseq.StatusQuarantined)
+		cc.exit(chaosOperatorName)
+	}, "claim", "no killed incarnation left"},
 	{"enqueue line lost by a killed operator", func(cc *checkerCase, kill bool) {
 		// op enqueues k1 again at 30 without a line; the claim at 40 and
 		// the row need that enqueue.
@@ -1869,6 +1931,18 @@ func TestChaosCheckerCatches(t *testing.T) {
 		if rep := cc.check(t); len(rep.violations) != 0 {
 			t.Fatalf("violations: %q; want none: each call may have run where its answer was right", rep.violations)
 		}
+	})
+	t.Run("a purged ID whose tokens do not continue after the run", func(t *testing.T) {
+		t.Parallel()
+		cc := newCase(t)
+		cc.enqueue(0, leaseq.Job{ID: "k1", Qty: 1, Payload: []byte("k1")})
+		c := cc.claim(0, "w1")
+		cc.deliver(10, "w1", c, "finish", 0)
+		cc.settle(10, "w1", c, "finish", 0)
+		cc.purge(20, 15, leaseq.StatusDone)
+		cc.exit("w1", chaosOperatorName)
+		cc.edit("w1", "claim", "k1", 1).Token = 2
+		wantViolation(t, cc.check(t), "after the run, its first claim got token 2, but the purged job's tokens had reached 2")
 	})
 	for _, c := range lostLineCases {
 		t.Run(c.name, func(t *testing.T) {
