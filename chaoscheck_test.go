@@ -913,24 +913,24 @@ func (k *checker) sweepFrom(jl *jobLog, g *generation) int64 {
 	return min(from, after)
 }
 
-// lastToken is the last token g handed out, as far as is known: the next
-// generation's base, the row's token, the probe's, or its last logged
-// claim's (-1 if none of these is known).
+// lastToken is the last token g may have handed out: the next
+// generation's base where that is known, else the first known base of a
+// later one, else the ID's last token (the row's, or the probe's) — an
+// upper bound where the claims in between left no line.
 func (g *generation) lastToken(jl *jobLog) int64 {
-	if n := jl.genAfter(g); n != nil && n.base >= 0 {
-		return n.base
-	}
-	if jl.gens[len(jl.gens)-1] == g {
-		if r := jl.row(); r != nil {
-			return r.Token
-		}
-		return jl.purgedLast
-	}
 	last := g.base
 	for _, l := range g.lives {
 		last = max(last, l.token)
 	}
-	return last
+	for _, x := range jl.gens[slices.Index(jl.gens, g)+1:] {
+		if x.base >= 0 {
+			return max(last, x.base)
+		}
+	}
+	if r := jl.row(); r != nil {
+		return max(last, r.Token)
+	}
+	return max(last, jl.purgedLast)
 }
 
 // tokensBefore is the highest token a logged claim of a generation before
@@ -1406,10 +1406,11 @@ func newCase(t *testing.T) *checkerCase {
 		rcv: &receiver{qty: map[string]int{}}}
 }
 
-// abs is the Unix millisecond of t0 + n ms.
-func abs(n int64) int64 { return ms(n).UnixMilli() }
+// unixAt is the Unix millisecond of t0 + n ms.
+func unixAt(n int64) int64 { return ms(n).UnixMilli() }
 
-func when(at int64) instant { return instant{At: abs(at), T0: abs(at), T1: abs(at)} }
+// exactlyAt is a call at t0 + n ms whose clock reading was recorded.
+func exactlyAt(n int64) instant { return instant{At: unixAt(n), T0: unixAt(n), T1: unixAt(n)} }
 
 // proc is the index of the running incarnation of name, started (with its
 // start line) if there is none.
@@ -1472,7 +1473,7 @@ func (cc *checkerCase) enqueue(at int64, j leaseq.Job) {
 func (cc *checkerCase) claim(at int64, name string) leaseq.Claim {
 	c := cc.f.at(at).mustClaim(name, chaosLease)
 	cc.log(name, histEvent{Ev: "claim", Job: c.ID, Owner: name, Token: c.Token, Attempt: c.Attempt,
-		LeaseUntil: c.LeaseUntil.UnixMilli(), Deadline: unixMS(c.Deadline), instant: when(at)})
+		LeaseUntil: c.LeaseUntil.UnixMilli(), Deadline: unixMS(c.Deadline), instant: exactlyAt(at)})
 	return c
 }
 
@@ -1489,7 +1490,7 @@ func (cc *checkerCase) extend(at int64, name string, c *leaseq.Claim) bool {
 	if err != nil {
 		cc.t.Fatal(err)
 	}
-	e := histEvent{Ev: "extend", Job: c.ID, Owner: name, Token: c.Token, Lease: chaosLease.Milliseconds(), OK: ok, instant: when(at)}
+	e := histEvent{Ev: "extend", Job: c.ID, Owner: name, Token: c.Token, Lease: chaosLease.Milliseconds(), OK: ok, instant: exactlyAt(at)}
 	if ok {
 		*c, e.LeaseUntil = ext, ext.LeaseUntil.UnixMilli()
 	}
@@ -1502,13 +1503,13 @@ func (cc *checkerCase) extend(at int64, name string, c *leaseq.Claim) bool {
 func (cc *checkerCase) deliver(at int64, name string, c leaseq.Claim, plan string, delay int64) {
 	cc.rcv.record(delivery{job: c.ID, payload: string(c.Payload), owner: name, plan: plan, token: c.Token, qty: c.Qty})
 	cc.log(name, histEvent{Ev: "deliver", Job: c.ID, Owner: name, Token: c.Token, Plan: plan, Delay: delay,
-		instant: instant{T1: abs(at)}})
+		instant: instant{T1: unixAt(at)}})
 }
 
 // settle is the call plan (finish, release or fail) on c at t0 + at.
 func (cc *checkerCase) settle(at int64, name string, c leaseq.Claim, plan string, delay int64) bool {
 	cc.f.at(at)
-	e := histEvent{Ev: plan, Job: c.ID, Owner: name, Token: c.Token, instant: when(at)}
+	e := histEvent{Ev: plan, Job: c.ID, Owner: name, Token: c.Token, instant: exactlyAt(at)}
 	var err error
 	switch plan {
 	case "finish":
@@ -1531,7 +1532,7 @@ func (cc *checkerCase) settle(at int64, name string, c leaseq.Claim, plan string
 // result line.
 func (cc *checkerCase) operate(at int64, e histEvent, call func() error) {
 	intent := e
-	intent.Op, intent.Ev, intent.instant = e.Ev, "intent", instant{T0: abs(at)}
+	intent.Op, intent.Ev, intent.instant = e.Ev, "intent", instant{T0: unixAt(at)}
 	cc.log(chaosOperatorName, intent)
 	cc.f.at(at)
 	switch err := call(); {
@@ -1546,7 +1547,7 @@ func (cc *checkerCase) operate(at int64, e histEvent, call func() error) {
 	default:
 		cc.t.Fatal(err)
 	}
-	e.Owner, e.instant = chaosOperatorName, when(at)
+	e.Owner, e.instant = chaosOperatorName, exactlyAt(at)
 	cc.log(chaosOperatorName, e)
 }
 
@@ -1561,7 +1562,7 @@ func (cc *checkerCase) purge(at, before int64, statuses ...leaseq.Status) {
 	if err != nil {
 		cc.t.Fatal(err)
 	}
-	e := histEvent{Ev: "purge", Before: abs(before), Statuses: statuses, Listed: len(listed)}
+	e := histEvent{Ev: "purge", Before: unixAt(before), Statuses: statuses, Listed: len(listed)}
 	var n int
 	cc.operate(at, e, func() (err error) {
 		n, err = cc.f.q.Purge(cc.f.ctx, ms(before), statuses...)
@@ -1785,13 +1786,13 @@ var checkerViolations = []struct {
 	}},
 	{"finish accepted at lease end", "but its lease ended at", func(cc *checkerCase) {
 		e := cc.edit("w1", "finish", "j1", 1)
-		e.At, e.T0, e.T1 = abs(150), abs(150), abs(150)
+		e.At, e.T0, e.T1 = unixAt(150), unixAt(150), unixAt(150)
 	}},
 	{"finish refused while the lease was live", "while its lease was live", func(cc *checkerCase) {
 		cc.edit("w1", "finish", "j1", 1).OK = false
 	}},
 	{"a stale finish accepted", "accepted finish of token 1", func(cc *checkerCase) {
-		cc.append("w2", histEvent{Ev: "finish", Job: "j2", Owner: "w2", Token: 1, OK: true, instant: when(25)})
+		cc.append("w2", histEvent{Ev: "finish", Job: "j2", Owner: "w2", Token: 1, OK: true, instant: exactlyAt(25)})
 	}},
 	{"a token handed out twice", "handed out twice", func(cc *checkerCase) {
 		e := *cc.edit("w2", "claim", "j2", 1)
@@ -1820,14 +1821,14 @@ var checkerViolations = []struct {
 	}},
 	{"an extend with a stale token accepted", "extend of token 1 by w2 accepted at", func(cc *checkerCase) {
 		cc.append("w2", histEvent{Ev: "extend", Job: "j2", Owner: "w2", Token: 1, Lease: chaosLease.Milliseconds(), OK: true,
-			LeaseUntil: abs(350), instant: when(200)})
+			LeaseUntil: unixAt(350), instant: exactlyAt(200)})
 	}},
 	{"an extend past the deadline", "past its deadline", func(cc *checkerCase) {
-		cc.edit("w3", "extend", "j3", 1).LeaseUntil = abs(450)
+		cc.edit("w3", "extend", "j3", 1).LeaseUntil = unixAt(450)
 	}},
 	{"an extend accepted after Cancel", "the job was cancelled at", func(cc *checkerCase) {
 		e := cc.edit("w3", "extend", "j4", 1)
-		e.OK, e.LeaseUntil = true, abs(550)
+		e.OK, e.LeaseUntil = true, unixAt(550)
 	}},
 	{"a finish accepted after Cancel", "finish of token 1 by w3 accepted at 1767225600410, but the job was cancelled", func(cc *checkerCase) {
 		cc.edit("w3", "finish", "j4", 1).OK = true
@@ -1837,13 +1838,13 @@ var checkerViolations = []struct {
 	}},
 	{"a claim before the release delay ended", "delayed it by 50ms", func(cc *checkerCase) {
 		e := cc.edit("w1", "claim", "j3", 2)
-		e.At, e.T0, e.T1 = abs(340), abs(340), abs(340)
+		e.At, e.T0, e.T1 = unixAt(340), unixAt(340), unixAt(340)
 	}},
 	{"a call accepted after a refusal of the same claim", "after extend of the same claim was refused", func(cc *checkerCase) {
 		cc.edit("w3", "finish", "j4", 1).OK = true
 	}},
 	{"a claim from before a purge accepted after the re-enqueue", "the job was purged and enqueued again at", func(cc *checkerCase) {
-		cc.append("w3", histEvent{Ev: "fail", Job: "j3", Owner: "w3", Token: 1, OK: true, Reason: chaosFailReason("j3", 1), instant: when(435)})
+		cc.append("w3", histEvent{Ev: "fail", Job: "j3", Owner: "w3", Token: 1, OK: true, Reason: chaosFailReason("j3", 1), instant: exactlyAt(435)})
 	}},
 	{"a re-enqueued job whose tokens restart", "tokens do not continue", func(cc *checkerCase) {
 		e := cc.edit("w1", "claim", "j3", 3)
@@ -1854,7 +1855,7 @@ var checkerViolations = []struct {
 		e.OK, e.Err = true, ""
 	}},
 	{"a cancel refused while the job was leased", "cancel refused (invalid)", func(cc *checkerCase) {
-		cc.append(chaosOperatorName, histEvent{Ev: "cancel", Job: "j4", Owner: chaosOperatorName, Reason: "late", Err: "invalid", instant: when(385)})
+		cc.append(chaosOperatorName, histEvent{Ev: "cancel", Job: "j4", Owner: chaosOperatorName, Reason: "late", Err: "invalid", instant: exactlyAt(385)})
 	}},
 	{"a refused cancel that changed the row", "which no accepted call explains", func(cc *checkerCase) {
 		e := cc.edit(chaosOperatorName, "cancel", "j4", 0)
@@ -1874,15 +1875,15 @@ var checkerViolations = []struct {
 		cc.edit(chaosOperatorName, "enqueue", "j3", 0).Payload = "p3 once more"
 	}},
 	{"a reading outside its call", "outside its call", func(cc *checkerCase) {
-		cc.edit("w1", "finish", "j1", 1).T1 = abs(5)
+		cc.edit("w1", "finish", "j1", 1).T1 = unixAt(5)
 	}},
 	{"accepted when its whole window was past the lease", "accepted at [1767225600150, 1767225600160]", func(cc *checkerCase) {
 		e := cc.edit("w1", "finish", "j1", 1)
-		e.At, e.T0, e.T1 = 0, abs(150), abs(160)
+		e.At, e.T0, e.T1 = 0, unixAt(150), unixAt(160)
 	}},
 	{"refused when its whole window was before the cancel", "refused at [1767225600381, 1767225600389]", func(cc *checkerCase) {
 		e := cc.edit("w3", "extend", "j4", 1)
-		e.At, e.T0, e.T1 = 0, abs(381), abs(389)
+		e.At, e.T0, e.T1 = 0, unixAt(381), unixAt(389)
 	}},
 }
 
@@ -1925,9 +1926,9 @@ func TestChaosCheckerCatches(t *testing.T) {
 		t.Parallel()
 		cc := newCheckerCase(t)
 		e := cc.edit("w1", "finish", "j1", 1)
-		e.At, e.T0, e.T1 = 0, abs(5), abs(160)
+		e.At, e.T0, e.T1 = 0, unixAt(5), unixAt(160)
 		e = cc.edit("w3", "extend", "j4", 1)
-		e.At, e.T0, e.T1 = 0, abs(385), abs(395)
+		e.At, e.T0, e.T1 = 0, unixAt(385), unixAt(395)
 		if rep := cc.check(t); len(rep.violations) != 0 {
 			t.Fatalf("violations: %q; want none: each call may have run where its answer was right", rep.violations)
 		}
