@@ -3,25 +3,157 @@ package leaseq_test
 import (
 	"bufio"
 	"bytes"
-	"database/sql"
+	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/leaseq/leaseq"
 )
 
-// chaosRow is a job's final row.
-type chaosRow struct {
-	qty                          int
-	status, owner, reason        string
-	token, attempts, maxAttempts int64
-	leaseUntil, deadline         sql.NullInt64
+// checkHistory checks the chaos processes' histories, the final rows and
+// the receiver against each other. A job here is one generation of an ID:
+// the producer's enqueue, or an enqueue of the ID again after a purge.
+//
+// Tokens and claims:
+//   - every token of an ID, across its generations, was handed out exactly
+//     once: 1, 2, … with no gap and no repeat; a generation enqueued again
+//     after a purge starts where the purged one ended (its first claim's
+//     token is the purged job's last token + 1), and its attempts start
+//     over (attempt = token - the tokens before the generation);
+//   - every claim's lease_until is min(at+lease, deadline); no attempt is
+//     beyond the job's MaxAttempts; no claim comes before the job's run_at;
+//   - no claim comes before the previous claim's lease ended (after its
+//     extensions), or, if that claim released the job, before the release's
+//     delay ended: a live lease is never handed over;
+//   - no claim of a generation comes after it was cancelled or ended.
+//
+// Fenced calls (Finish, Extend, Release, Fail), replayed per claim in the
+// order its holder made them:
+//   - each was made by the incarnation that logged the claim;
+//   - an accepted one was made while the claim's lease was live (before
+//     lease_until as its earlier accepted extensions left it), before the
+//     deadline, before any Cancel of the job, before the next claim, and
+//     before the ID was purged and enqueued again — that is, with the job's
+//     then-current token by its then-current owner;
+//   - a refused one is explained: the lease or deadline had passed, the job
+//     had been cancelled, claimed again or enqueued again, or the claim
+//     itself had ended it; and after a refusal no call of the same claim is
+//     accepted;
+//   - an accepted Extend set lease_until = min(at+lease, deadline), never
+//     past the deadline;
+//   - an accepted Release put the job back pending with the same token
+//     (the next claim gets token+1, no earlier than the delay's end) — or
+//     quarantined it when its attempts were used up or the delay reached
+//     the deadline.
+//
+// Cancel and Purge:
+//   - an accepted Cancel found the job pending or leased; a refused one
+//     found it ended; after it no call of an earlier claim is accepted;
+//   - Purge deleted at least the jobs List showed as done or quarantined
+//     and older than its instant just before it; an ID enqueued again was
+//     not a duplicate.
+//
+// Outcomes (nothing lost, nothing changed by a refused call):
+//   - each generation ends exactly once — one accepted finish, fail,
+//     quarantining release, cancel, or (with none of those) the claim's
+//     quarantine sweep; a generation purged or enqueued again had ended;
+//   - the final row of each ID is the last generation's, done or
+//     quarantined, and agrees with the accepted calls alone: token,
+//     attempts, owner, lease_until, and a reason saying which call or sweep
+//     ended it (a done job keeps its last release's reason);
+//   - every delivery the receiver got came from a logged claim, with that
+//     generation's payload; every logged delivery reached it; every job
+//     that ended done was delivered; the receiver's total is the sum of the
+//     qty of the distinct delivered jobs;
+//   - PRAGMA integrity_check is ok.
+//
+// Unlogged operations. A process writes a call's line after the call
+// returned, so a SIGKILL in between leaves a committed call with no line.
+// Each killed incarnation (and only a killed one) may account for at most
+// one such call, and it must be the call its program makes after its last
+// line: a worker's claim after a start or an outcome line (finish, release,
+// fail), an extension after a claim or extend line, the planned finish,
+// release or fail after a deliver line; the operator's call named by its
+// last intent line. Such a call is assumed only where something observed
+// needs it (a missing token, a row or a claim that the logged calls do not
+// explain), and then only within what the call could have done. A token
+// missing from the histories needs such a claim — and if it is a row's
+// final token, one by an incarnation with the row's owner name. Everything
+// else is a violation. Incarnations that were not killed must end with an
+// exit line; a killed one may end in a torn line, which is ignored.
+func checkHistory(t *testing.T, q *leaseq.Queue, c *chaos, jobs []leaseq.Job, rcv *receiver) chaosReport {
+	t.Helper()
+	k := &checker{t: t, all: c.all, jobs: map[string]*jobLog{}, spares: map[*incarnation]*spare{},
+		delivered: map[string]string{},
+		rep:       chaosReport{accepted: map[string]int{}, refused: map[string]int{}, unlogged: map[string]int{}}}
+	k.loadRows(q)
+	k.loadHistories()
+	k.buildGenerations(jobs)
+	k.probePurged(q)
+	for _, id := range k.order {
+		k.checkJob(k.jobs[id])
+	}
+	for id, jl := range k.jobs {
+		if len(jl.gens) == 0 && (jl.row() != nil || len(jl.lives) > 0 || len(jl.cancels) > 0) {
+			k.bad("%s: in the table or the histories, but never enqueued", id)
+		}
+	}
+	k.accountForUnloggedClaims()
+	k.checkPurges()
+	k.checkReceiver(rcv)
+	return k.rep
+}
+
+// chaosReport is what checkHistory found.
+type chaosReport struct {
+	violations                  []string
+	quarantines                 []string
+	jobs, reenqueued            int
+	done, quarantined, purged   int // how the jobs ended: row done, row quarantined, purged
+	claims, unloggedClaims      int
+	accepted, refused, unlogged map[string]int // per call; unlogged: accepted calls a kill left without a line
+	purges, deleted             int
+	deliveries, repeats, failed int // successful deliveries, repeats of those, failed ones
+}
+
+// refusedFenced counts the refused fenced calls: stale or late claims.
+func (r chaosReport) refusedFenced() int {
+	return r.refused["finish"] + r.refused["extend"] + r.refused["release"] + r.refused["fail"]
+}
+
+func (r chaosReport) summary() string {
+	return fmt.Sprintf("%d jobs (%d enqueued again after a purge; %d done, %d quarantined, %d purged), "+
+		"%d claims (%d unlogged), %d extends (%d refused), %d releases (%d refused), %d fails (%d refused), "+
+		"%d finishes (%d refused, %d unlogged), %d cancels (%d refused), %d purges deleting %d jobs, "+
+		"%d deliveries (%d repeats, %d failing), %d refused stale calls, unlogged calls a kill explains: %s",
+		r.jobs, r.reenqueued, r.done, r.quarantined, r.purged,
+		r.claims, r.unloggedClaims, r.accepted["extend"]+r.refused["extend"], r.refused["extend"],
+		r.accepted["release"]+r.refused["release"], r.refused["release"], r.accepted["fail"]+r.refused["fail"], r.refused["fail"],
+		r.accepted["finish"]+r.refused["finish"], r.refused["finish"], r.unlogged["finish"],
+		r.accepted["cancel"]+r.refused["cancel"], r.refused["cancel"], r.purges, r.deleted,
+		r.deliveries, r.repeats, r.failed, r.refusedFenced(), fmtCounts(r.unlogged))
+}
+
+// fmtCounts prints counts by name in name order.
+func fmtCounts(m map[string]int) string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%d %s", m[name], name))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // loggedOp is a history event with the incarnation that wrote it.
@@ -30,79 +162,98 @@ type loggedOp struct {
 	inc *incarnation
 }
 
-// chaosReport is what checkHistory found.
-type chaosReport struct {
-	violations                               []string
-	quarantines                              []string
-	done, claims, unloggedClaims, deliveries int
-	repeats                                  int // deliveries of a job already delivered
-	refused, accepted, unloggedFinishes      int
+// bounds is the interval the call's clock reading lies in: exactly At
+// where it was recorded, else the real-time window around the call.
+func (e histEvent) bounds() (lo, hi int64) {
+	if e.At != 0 {
+		return e.At, e.At
+	}
+	return e.T0, e.T1
 }
 
-// checkHistory checks the workers' histories, the final rows and the
-// receiver against each other:
-//
-//   - every enqueued job is done or quarantined: none lost, none stuck;
-//   - per job, each claim's token is new and equals its attempt, and the
-//     final token equals the final attempts and the number of claims made;
-//   - every claim's lease_until is min(at+lease, deadline);
-//   - no claim was made before the previous claim's lease ended: no two
-//     claims of a job overlap in time;
-//   - every finish was accepted exactly when its clock reading was before
-//     the claim's lease_until: never at or after it, and never refused
-//     while the lease was live;
-//   - at most one accepted finish per job; it carries the final token and
-//     the job is done; a done job has one;
-//   - every delivery the receiver got came from a logged claim with the
-//     same owner and token; every done job was delivered; the receiver's
-//     total is the sum of the qty of the distinct delivered IDs;
-//   - PRAGMA integrity_check is ok.
-//
-// Unlogged operations. A worker writes a claim or finish line after the
-// transaction committed, so a SIGKILL between COMMIT and the write leaves a
-// committed operation with no line. Each killed incarnation (and only a
-// killed one) may account for at most one such operation, and it must be
-// its last: an unlogged claim only after a start or finish line (a worker
-// claims next only then), an unlogged accepted finish only right after the
-// deliver line of the job's final token by the same incarnation. A token
-// missing from a job's history is accepted only if such an incarnation is
-// left to account for it — and if it is the final token, one with the
-// row's owner name. Everything else is a violation. Incarnations that were
-// not killed must end with an exit line; a killed one may end in a torn
-// line, which is ignored.
-func checkHistory(t *testing.T, db *sql.DB, c *chaos, jobs []leaseq.Job, rcv *receiver) chaosReport {
-	t.Helper()
-	k := &checker{t: t, all: c.all, claims: map[string][]loggedOp{}, finishes: map[string][]loggedOp{},
-		last: map[*incarnation]histEvent{}, logged: map[string]bool{}, delivered: map[string]bool{},
-		spare: map[*incarnation]bool{}}
-	k.loadRows(db)
-	k.loadHistories()
-	if len(k.rows) != len(jobs) {
-		k.bad("table has %d rows, %d jobs were enqueued", len(k.rows), len(jobs))
+// never is an instant after every other.
+const never = math.MaxInt64
+
+// life is one lease generation of a job: one token, its claim, and the
+// calls its holder made with it.
+type life struct {
+	token   int64
+	claim   *loggedOp   // nil: the claim is not logged
+	calls   []*loggedOp // extend, finish, release, fail, in the order made
+	deliver *loggedOp
+	gen     *generation
+	// Set by replay.
+	leaseEnd int64     // where the accepted calls left lease_until (a release: its instant)
+	release  *loggedOp // the accepted release
+	ending   *ending   // the accepted finish, fail or quarantining release
+}
+
+// generation is one enqueue of an ID.
+type generation struct {
+	job  leaseq.Job
+	enq  *loggedOp // nil: the producer's
+	from int64     // no claim of an earlier generation is at or after it; 0 for the producer's
+	// base is the token before its first claim; -1 until known.
+	base    int64
+	lives   []*life     // its logged claims, by token
+	cancels []*loggedOp // its accepted cancels
+	endings []*ending
+	unsure  *spare // an enqueue that only a killed operator's last intent may have made
+}
+
+func (g *generation) deadline() int64 { return unixMS(g.job.Deadline) }
+
+func (g *generation) maxAttempts() int64 {
+	if g.job.MaxAttempts == 0 {
+		return chaosMaxAttempts
 	}
-	for _, j := range jobs {
-		k.checkJob(j)
-	}
-	k.accountForUnloggedClaims(jobs)
-	k.checkReceiver(rcv)
-	return k.rep
+	return int64(g.job.MaxAttempts)
+}
+
+// ending is what ended a generation.
+type ending struct {
+	what   string // finish, fail, release, cancel, or an unlogged one
+	lo, hi int64  // when
+	status leaseq.Status
+	reason string
+	life   *life // the claim whose call it was; nil for a cancel
+	maybe  bool  // a window-judged release that may or may not have quarantined
+}
+
+// jobLog is everything known about one ID.
+type jobLog struct {
+	id      string
+	gens    []*generation
+	lives   map[int64]*life // by token
+	cancels []*loggedOp     // every cancel result
+	final   *leaseq.State   // its row at the end; nil if purged
+	// purgedLast is the last token of the purged job, if it has no row
+	// (-1 otherwise), as probePurged found it.
+	purgedLast int64
+}
+
+// spare is the one call a killed incarnation may have made after its last
+// line, with nothing written about it.
+type spare struct {
+	inc  *incarnation
+	kind string    // claim, extend, finish, release, fail, cancel, purge, enqueue
+	ev   histEvent // the last line: the job, token, plan, reason… of the call
+	from int64     // the call ran at or after this instant
+	used string    // what it was taken to be; "" while unused
 }
 
 // checker is the state of one checkHistory run.
 type checker struct {
-	t        *testing.T
-	all      []*incarnation
-	rep      chaosReport
-	rows     map[string]*chaosRow
-	claims   map[string][]loggedOp // per job, by token once checked
-	finishes map[string][]loggedOp // per job
-	last     map[*incarnation]histEvent
-	// logged and delivered hold "job/owner/token" of logged claims and
-	// deliveries.
-	logged, delivered map[string]bool
-	// spare holds the killed incarnations that may still account for one
-	// unlogged operation.
-	spare map[*incarnation]bool
+	t         *testing.T
+	all       []*incarnation
+	rep       chaosReport
+	rows      map[string]*leaseq.State
+	jobs      map[string]*jobLog
+	order     []string // IDs in enqueue order
+	spares    map[*incarnation]*spare
+	purges    []*loggedOp
+	enqueues  []*loggedOp
+	delivered map[string]string // opKey of a logged deliver line → its plan
 }
 
 func (k *checker) bad(format string, args ...any) {
@@ -111,28 +262,36 @@ func (k *checker) bad(format string, args ...any) {
 
 func opKey(job, owner string, token int64) string { return fmt.Sprint(job, "/", owner, "/", token) }
 
-// loadRows reads the final rows and runs integrity_check.
-func (k *checker) loadRows(db *sql.DB) {
+func (k *checker) job(id string) *jobLog {
+	jl := k.jobs[id]
+	if jl == nil {
+		jl = &jobLog{id: id, lives: map[int64]*life{}, final: k.rows[id], purgedLast: -1}
+		k.jobs[id] = jl
+	}
+	return jl
+}
+
+// loadRows reads the final rows through List and runs integrity_check.
+func (k *checker) loadRows(q *leaseq.Queue) {
 	var ic string
-	if err := db.QueryRow("PRAGMA integrity_check").Scan(&ic); err != nil || ic != "ok" {
+	if err := q.DB().QueryRow("PRAGMA integrity_check").Scan(&ic); err != nil || ic != "ok" {
 		k.bad("PRAGMA integrity_check: %q, %v", ic, err)
 	}
-	k.rows = map[string]*chaosRow{}
-	rs, err := db.Query("SELECT id, qty, status, owner, reason, token, attempts, max_attempts, lease_until, deadline FROM leaseq_jobs")
-	if err != nil {
-		k.t.Fatal(err)
-	}
-	defer rs.Close()
-	for rs.Next() {
-		var id string
-		r := &chaosRow{}
-		if err := rs.Scan(&id, &r.qty, &r.status, &r.owner, &r.reason, &r.token, &r.attempts, &r.maxAttempts, &r.leaseUntil, &r.deadline); err != nil {
+	k.rows = map[string]*leaseq.State{}
+	f := leaseq.Filter{Limit: leaseq.MaxListLimit}
+	for {
+		page, err := q.List(context.Background(), f)
+		if err != nil {
 			k.t.Fatal(err)
 		}
-		k.rows[id] = r
-	}
-	if err := rs.Err(); err != nil {
-		k.t.Fatal(err)
+		for i := range page {
+			k.rows[page[i].ID] = &page[i]
+			k.job(page[i].ID)
+		}
+		if len(page) < f.Limit {
+			return
+		}
+		f.AfterID = page[len(page)-1].ID
 	}
 }
 
@@ -149,236 +308,1051 @@ func (k *checker) loadHistories() {
 		case !inc.killed && (len(evs) == 0 || evs[len(evs)-1].Ev != "exit"):
 			k.bad("%s.%d: history does not end with exit, but it was not killed", inc.name, inc.n)
 		}
-		if len(evs) > 0 {
-			k.last[inc] = evs[len(evs)-1]
-		}
-		if inc.killed {
-			k.spare[inc] = true
+		if inc.killed && len(evs) > 0 {
+			if s := spareAfter(inc, evs[len(evs)-1]); s != nil {
+				k.spares[inc] = s
+			}
 		}
 		for _, e := range evs {
-			op := loggedOp{e, inc}
-			switch e.Ev {
-			case "claim":
-				if e.Owner != inc.name {
-					k.bad("%s.%d logged a claim as %q", inc.name, inc.n, e.Owner)
-				}
-				k.claims[e.Job] = append(k.claims[e.Job], op)
-				k.logged[opKey(e.Job, e.Owner, e.Token)] = true
-			case "finish":
-				k.finishes[e.Job] = append(k.finishes[e.Job], op)
-			case "deliver":
-				k.delivered[opKey(e.Job, e.Owner, e.Token)] = true
-			}
+			k.index(&loggedOp{e, inc})
 		}
 	}
 }
 
-// checkJob checks one job's final row, claims and finishes.
-func (k *checker) checkJob(j leaseq.Job) {
-	r := k.rows[j.ID]
-	if r == nil {
-		k.bad("%s: enqueued, but no row: lost", j.ID)
-		return
-	}
-	switch r.status {
-	case "done":
-		k.rep.done++
-	case "quarantined":
-		k.rep.quarantines = append(k.rep.quarantines, fmt.Sprintf("%s after %d/%d attempts: %s", j.ID, r.attempts, r.maxAttempts, r.reason))
-		if r.reason == "" {
-			k.bad("%s: quarantined without a reason", j.ID)
-		}
+// spareAfter is the call a killed incarnation whose last line is e may
+// have made unlogged, or nil.
+func spareAfter(inc *incarnation, e histEvent) *spare {
+	s := &spare{inc: inc, ev: e}
+	switch {
+	case inc.role == "chaos-operator" && e.Ev == "intent":
+		s.kind, s.from = e.Op, e.T0
+	case inc.role == "chaos-operator":
+		return nil
+	case e.Ev == "start" || e.Ev == "finish" || e.Ev == "release" || e.Ev == "fail":
+		s.kind = "claim"
+	case e.Ev == "claim" || e.Ev == "extend":
+		s.kind, s.from = "extend", e.T1
+	case e.Ev == "deliver":
+		s.kind, s.from = e.Plan, e.T1
 	default:
-		k.bad("%s: %s at the end: stuck", j.ID, r.status)
-	}
-	if r.qty != j.Qty {
-		k.bad("%s: qty %d, enqueued %d", j.ID, r.qty, j.Qty)
-	}
-	if r.token != r.attempts {
-		k.bad("%s: token %d but attempts %d", j.ID, r.token, r.attempts)
-	}
-	k.rep.claims += int(r.token)
-	final := k.checkClaims(j.ID, r)
-	k.checkFinishes(j.ID, r, final)
-}
-
-// checkClaims checks a job's logged claims in token order and returns the
-// claim of the final token, if it was logged.
-func (k *checker) checkClaims(id string, r *chaosRow) *loggedOp {
-	cs := k.claims[id]
-	slices.SortFunc(cs, func(a, b loggedOp) int { return int(a.Token - b.Token) })
-	var prev *loggedOp
-	for i := range cs {
-		cl := &cs[i]
-		want := cl.At + chaosLease.Milliseconds()
-		if cl.Deadline != 0 && cl.Deadline < want {
-			want = cl.Deadline
-		}
-		switch {
-		case prev != nil && cl.Token == prev.Token:
-			k.bad("%s: token %d handed out twice (%s.%d and %s.%d)", id, cl.Token, prev.inc.name, prev.inc.n, cl.inc.name, cl.inc.n)
-		case cl.Token > r.token:
-			k.bad("%s: claim with token %d, final token %d", id, cl.Token, r.token)
-		case int64(cl.Attempt) != cl.Token:
-			k.bad("%s: claim token %d has attempt %d", id, cl.Token, cl.Attempt)
-		case cl.LeaseUntil != want:
-			k.bad("%s: token %d at %d has lease_until %d, want min(at+lease, deadline) = %d", id, cl.Token, cl.At, cl.LeaseUntil, want)
-		case prev != nil && cl.At < prev.LeaseUntil:
-			k.bad("%s: token %d claimed by %s at %d, while token %d of %s was leased until %d: overlap",
-				id, cl.Token, cl.Owner, cl.At, prev.Token, prev.Owner, prev.LeaseUntil)
-		}
-		prev = cl
-	}
-	if len(cs) == 0 || cs[len(cs)-1].Token != r.token {
 		return nil
 	}
-	final := &cs[len(cs)-1]
-	if final.Owner != r.owner || !r.leaseUntil.Valid || final.LeaseUntil != r.leaseUntil.Int64 {
-		k.bad("%s: final row owner=%s lease_until=%v, but the claim of token %d says owner=%s lease_until=%d",
-			id, r.owner, r.leaseUntil.Int64, r.token, final.Owner, final.LeaseUntil)
-	}
-	return final
+	return s
 }
 
-// checkFinishes checks a job's finishes against its claims and row.
-func (k *checker) checkFinishes(id string, r *chaosRow, final *loggedOp) {
-	accepted := 0
-	for _, f := range k.finishes[id] {
-		var cl *loggedOp
-		for i, c := range k.claims[id] {
-			if c.Token == f.Token && c.inc == f.inc {
-				cl = &k.claims[id][i]
-			}
-		}
-		if cl == nil {
-			k.bad("%s: %s.%d finished token %d without a logged claim of it", id, f.inc.name, f.inc.n, f.Token)
-			continue
-		}
-		if f.OK != (f.At < cl.LeaseUntil) {
-			k.bad("%s: finish of token %d at %d returned %v, lease_until %d (accepted must be exactly at < lease_until)",
-				id, f.Token, f.At, f.OK, cl.LeaseUntil)
-		}
-		if !f.OK {
-			k.rep.refused++
-			continue
-		}
-		accepted++
-		k.rep.accepted++
-		if f.Token != r.token || r.status != "done" {
-			k.bad("%s: accepted finish of token %d, but the row has token %d, status %s", id, f.Token, r.token, r.status)
-		}
+// use takes s to be the call what, unless it was taken to be another one,
+// and counts it the first time.
+func (k *checker) use(s *spare, what string) bool {
+	if s == nil || (s.used != "" && s.used != what) {
+		return false
 	}
-	if r.status == "done" && accepted == 0 {
-		// Only the incarnation that claimed the final token, killed right
-		// after its deliver line, can have finished it unlogged.
-		if final != nil && k.spare[final.inc] && k.last[final.inc] == (histEvent{Ev: "deliver", Job: id, Owner: final.Owner, Token: r.token}) {
-			k.spare[final.inc] = false
-			accepted++
-			k.rep.unloggedFinishes++
-			k.rep.accepted++
-		} else {
-			k.bad("%s: done, but no accepted finish is logged or can be accounted for", id)
-		}
+	if s.used == "" {
+		k.rep.unlogged[s.kind]++
 	}
-	if accepted > 1 {
-		k.bad("%s: %d accepted finishes", id, accepted)
+	s.used = what
+	return true
+}
+
+func (k *checker) index(op *loggedOp) {
+	switch op.Ev {
+	case "claim":
+		if op.Owner != op.inc.name {
+			k.bad("%s.%d logged a claim as %q", op.inc.name, op.inc.n, op.Owner)
+		}
+		k.checkReading(op)
+		jl := k.job(op.Job)
+		if prev := jl.lives[op.Token]; prev != nil {
+			k.bad("%s: token %d handed out twice (%s.%d and %s.%d)", op.Job, op.Token,
+				prev.claim.inc.name, prev.claim.inc.n, op.inc.name, op.inc.n)
+			return
+		}
+		jl.lives[op.Token] = &life{token: op.Token, claim: op}
+	case "extend", "finish", "release", "fail", "deliver":
+		l := k.job(op.Job).lives[op.Token]
+		if l == nil || l.claim.inc != op.inc {
+			k.bad("%s: %s.%d logged %s of token %d without a logged claim of it", op.Job, op.inc.name, op.inc.n, op.Ev, op.Token)
+			return
+		}
+		if op.Ev == "deliver" {
+			l.deliver = op
+			k.delivered[opKey(op.Job, op.Owner, op.Token)] = op.Plan
+			return
+		}
+		k.checkReading(op)
+		l.calls = append(l.calls, op)
+	case "cancel":
+		k.checkReading(op)
+		k.job(op.Job).cancels = append(k.job(op.Job).cancels, op)
+		k.count("cancel", op.OK)
+	case "purge":
+		k.purges = append(k.purges, op)
+	case "enqueue":
+		k.enqueues = append(k.enqueues, op)
 	}
 }
 
-// canClaimUnlogged reports whether inc may account for an unlogged claim:
-// it was killed, has not accounted for anything yet, and its last line is
-// one after which a worker claims next.
-func (k *checker) canClaimUnlogged(inc *incarnation) bool {
-	e, ok := k.last[inc]
-	return k.spare[inc] && ok && (e.Ev == "start" || e.Ev == "finish")
+// checkReading checks that a call's recorded clock reading lies in its
+// real-time window.
+func (k *checker) checkReading(op *loggedOp) {
+	if op.At != 0 && (op.At < op.T0 || op.At > op.T1) {
+		k.bad("%s: %s of token %d read the clock at %d, outside its call [%d, %d]", op.Job, op.Ev, op.Token, op.At, op.T0, op.T1)
+	}
 }
 
-// accountForUnloggedClaims matches the tokens missing from the histories
-// with killed incarnations: the final token of a job needs one with the
-// row's owner name, any other token any one. The constrained ones are
-// matched first.
-func (k *checker) accountForUnloggedClaims(jobs []leaseq.Job) {
-	unconstrained := 0
+func (k *checker) count(call string, ok bool) {
+	if ok {
+		k.rep.accepted[call]++
+	} else {
+		k.rep.refused[call]++
+	}
+}
+
+// buildGenerations lists each ID's generations in enqueue order — the
+// producer's, the operator's logged enqueues, and one a killed operator's
+// last intent may have made if something shows it did — and gives each
+// logged claim to the generation it was made in.
+func (k *checker) buildGenerations(jobs []leaseq.Job) {
 	for _, j := range jobs {
-		r := k.rows[j.ID]
-		if r == nil {
+		jl := k.job(j.ID)
+		if len(jl.gens) > 0 {
+			k.bad("%s: enqueued twice by the producer", j.ID)
 			continue
 		}
-		have := map[int64]bool{}
-		for _, cl := range k.claims[j.ID] {
-			have[cl.Token] = true
+		jl.gens = append(jl.gens, &generation{job: j})
+		k.order = append(k.order, j.ID)
+	}
+	for _, e := range k.enqueues {
+		if !e.OK {
+			k.bad("%s: enqueued again at %d and refused as %s, but List had shown it purged", e.Job, e.At, e.Err)
+			continue
 		}
-		for tok := int64(1); tok <= r.token; tok++ {
-			if have[tok] {
-				continue
-			}
-			k.rep.unloggedClaims++
-			if tok != r.token {
-				unconstrained++
-			} else if !k.takeSpare(r.owner) {
-				k.bad("%s: final token %d (owner %s) has no logged claim and no killed %s incarnation to account for it", j.ID, tok, r.owner, r.owner)
-			}
+		k.addGeneration(e.histEvent, &generation{enq: e, from: e.At})
+	}
+	for _, s := range k.spares {
+		if s.kind == "enqueue" {
+			k.addGeneration(s.ev, &generation{from: s.from, unsure: s})
 		}
 	}
-	for ; unconstrained > 0 && k.takeSpare(""); unconstrained-- {
-	}
-	if unconstrained > 0 {
-		k.bad("%d tokens have no logged claim and no killed incarnation left to account for them", unconstrained)
+	for _, id := range k.order {
+		jl := k.jobs[id]
+		slices.SortStableFunc(jl.gens, func(a, b *generation) int { return cmp.Compare(a.from, b.from) })
+		for _, l := range jl.lives {
+			lo, _ := l.claim.bounds()
+			l.gen = jl.genAt(lo)
+		}
+		for _, c := range jl.cancels {
+			if lo, hi := c.bounds(); c.OK && jl.genAt(lo) != nil {
+				g := jl.genAt(lo)
+				g.cancels = append(g.cancels, c)
+				g.endings = append(g.endings, &ending{what: "cancel", lo: lo, hi: hi, status: leaseq.StatusQuarantined, reason: c.Reason})
+			}
+		}
+		jl.gens = slices.DeleteFunc(jl.gens, func(g *generation) bool { return g.unsure != nil && !k.evident(jl, g) })
+		for _, l := range jl.lives {
+			l.gen.lives = append(l.gen.lives, l)
+		}
+		for _, g := range jl.gens {
+			slices.SortFunc(g.lives, func(a, b *life) int { return cmp.Compare(a.token, b.token) })
+		}
 	}
 }
 
-// takeSpare uses up a killed incarnation that can account for an unlogged
-// claim, named name if name is not empty.
-func (k *checker) takeSpare(name string) bool {
-	for _, inc := range k.all {
-		if (name == "" || inc.name == name) && k.canClaimUnlogged(inc) {
-			k.spare[inc] = false
+func (k *checker) addGeneration(e histEvent, g *generation) {
+	g.base = -1
+	g.job = leaseq.Job{ID: e.Job, Qty: e.Qty, Payload: []byte(e.Payload), MaxAttempts: e.MaxAttempts}
+	if e.Deadline != 0 {
+		g.job.Deadline = time.UnixMilli(e.Deadline)
+	}
+	if e.RunAt != 0 {
+		g.job.RunAt = time.UnixMilli(e.RunAt)
+	}
+	jl := k.jobs[e.Job]
+	if jl == nil || len(jl.gens) == 0 {
+		k.bad("%s: enqueued again, but the producer never enqueued it", e.Job)
+		return
+	}
+	jl.gens = append(jl.gens, g)
+}
+
+// evident reports whether something shows that the unsure enqueue of g
+// happened: a claim or cancel after it, or the row holding its payload.
+func (k *checker) evident(jl *jobLog, g *generation) bool {
+	seen := len(g.cancels) > 0 || jl.row() != nil && string(jl.row().Payload) == string(g.job.Payload)
+	for _, l := range jl.lives {
+		seen = seen || l.gen == g
+	}
+	return seen && k.use(g.unsure, "enqueue "+jl.id)
+}
+
+func (jl *jobLog) row() *leaseq.State { return jl.final }
+
+// genAt is the generation a call at instant t was made in: the last one
+// enqueued at or before t.
+func (jl *jobLog) genAt(t int64) *generation {
+	var at *generation
+	for _, g := range jl.gens {
+		if g.from <= t {
+			at = g
+		}
+	}
+	return at
+}
+
+// genAfter is the generation after g, or nil.
+func (jl *jobLog) genAfter(g *generation) *generation {
+	for i, x := range jl.gens {
+		if x == g && i+1 < len(jl.gens) {
+			return jl.gens[i+1]
+		}
+	}
+	return nil
+}
+
+// nextClaim is the first logged claim of the ID after token, or nil.
+func (jl *jobLog) nextClaim(token int64) *life {
+	var next *life
+	for tok, l := range jl.lives {
+		if tok > token && (next == nil || tok < next.token) {
+			next = l
+		}
+	}
+	return next
+}
+
+// probePurged enqueues every ID that has no row at the end once more and
+// claims it. Its first claim's token is one more than the purged job's
+// last (rule 21 in README's "The rules"), which tells how far the ID's
+// tokens went even where the last claims left no line — a job whose only
+// claim a kill left unlogged, then quarantined by the sweep and purged,
+// leaves no other trace. The claim must be its first attempt. It changes
+// the queue, so it runs after the rows are read and the chaos is over.
+func (k *checker) probePurged(q *leaseq.Queue) {
+	ctx := context.Background()
+	var probes []leaseq.Job
+	for _, id := range k.order {
+		if k.jobs[id].row() == nil {
+			probes = append(probes, leaseq.Job{ID: id, Payload: []byte("probe")})
+		}
+	}
+	for len(probes) > 0 {
+		n := min(len(probes), leaseq.MaxListLimit)
+		if err := q.EnqueueBatch(ctx, probes[:n]); err != nil {
+			k.t.Fatalf("probing purged IDs: %v", err)
+		}
+		probes = probes[n:]
+	}
+	for {
+		cs, err := q.ClaimBatch(ctx, "probe", time.Hour, leaseq.MaxListLimit)
+		if err != nil {
+			k.t.Fatalf("probing purged IDs: %v", err)
+		}
+		if len(cs) == 0 {
+			return
+		}
+		for _, c := range cs {
+			if c.Attempt != 1 {
+				k.bad("%s: enqueued again after the run, its first claim is attempt %d", c.ID, c.Attempt)
+			}
+			k.jobs[c.ID].purgedLast = c.Token - 1
+		}
+	}
+}
+
+// checkJob checks one ID: its tokens, each claim's calls, the claims
+// against each other, its cancels, how each generation ended, and its row.
+func (k *checker) checkJob(jl *jobLog) {
+	k.rep.jobs += len(jl.gens)
+	k.rep.reenqueued += len(jl.gens) - 1
+	k.checkTokens(jl)
+	for _, g := range jl.gens {
+		for _, l := range g.lives {
+			k.replay(jl, l)
+		}
+	}
+	for _, g := range jl.gens {
+		k.checkClaims(jl, g)
+	}
+	k.checkCancels(jl)
+	for i, g := range jl.gens {
+		k.checkEnd(jl, g, i == len(jl.gens)-1)
+	}
+	k.checkRow(jl)
+}
+
+// checkTokens checks that each generation's attempts count from its own
+// base and that the bases continue: no generation's tokens start at or
+// below a token an earlier one handed out.
+func (k *checker) checkTokens(jl *jobLog) {
+	var before int64 // the highest token the earlier generations are known to have reached
+	for i, g := range jl.gens {
+		if i == 0 {
+			g.base = 0
+		}
+		for _, l := range g.lives {
+			switch b := l.token - int64(l.claim.Attempt); {
+			case g.base < 0:
+				g.base = b
+			case b != g.base:
+				k.bad("%s: claim token %d has attempt %d (the job's tokens before it: %d)", jl.id, l.token, l.claim.Attempt, g.base)
+			}
+		}
+		if i > 0 && g.base < 0 && g == jl.gens[len(jl.gens)-1] && jl.row() != nil {
+			g.base = jl.row().Token - int64(jl.row().Attempts)
+		}
+		if i > 0 && g.base >= 0 && g.base < before {
+			k.bad("%s: enqueued again at %d after a purge, its tokens start after %d, but the purged job's had reached %d: tokens do not continue",
+				jl.id, g.from, g.base, before)
+		}
+		for _, l := range g.lives {
+			before = max(before, l.token)
+		}
+		before = max(before, g.base)
+	}
+	if jl.row() == nil && jl.purgedLast < before {
+		k.bad("%s: enqueued again after the run, its first claim got token %d, but the purged job's tokens had reached %d: tokens do not continue",
+			jl.id, jl.purgedLast+1, before)
+	}
+}
+
+// replay runs through the calls one claim's holder made, in its order,
+// keeping the lease end the accepted ones leave, and checks each against
+// the fence.
+func (k *checker) replay(jl *jobLog, l *life) {
+	g, D := l.gen, l.gen.deadline()
+	L := l.claim.LeaseUntil
+	var refused *loggedOp
+	for _, op := range l.calls {
+		k.count(op.Ev, op.OK)
+		lo, hi := op.bounds()
+		if !op.OK {
+			if why := k.fenceClosed(jl, l, hi, L, false); why == "" && !k.cancelledUnlogged(jl, g, hi) {
+				k.bad("%s: %s of token %d refused at %s while its lease was live until %d (deadline %d): nothing closed the fence",
+					jl.id, op.Ev, l.token, span(lo, hi), L, D)
+			}
+			refused = op
+			continue
+		}
+		if refused != nil {
+			k.bad("%s: %s of token %d accepted at %s after %s of the same claim was refused", jl.id, op.Ev, l.token, span(lo, hi), refused.Ev)
+		}
+		if why := k.fenceClosed(jl, l, lo, L, true); why != "" {
+			k.bad("%s: %s of token %d by %s accepted at %s, but %s", jl.id, op.Ev, l.token, op.Owner, span(lo, hi), why)
+		}
+		switch op.Ev {
+		case "extend":
+			L = k.checkExtend(jl, l, op)
+		case "release":
+			l.release, L = op, lo
+			k.releaseEnding(jl, l, op)
+		case "finish":
+			l.ending = &ending{what: "finish", lo: lo, hi: hi, status: leaseq.StatusDone, life: l}
+		case "fail":
+			l.ending = &ending{what: "fail", lo: lo, hi: hi, status: leaseq.StatusQuarantined, reason: op.Reason, life: l}
+		}
+		if l.ending != nil && !slices.Contains(g.endings, l.ending) {
+			g.endings = append(g.endings, l.ending)
+		}
+	}
+	l.leaseEnd = L
+}
+
+func span(lo, hi int64) string {
+	if lo == hi {
+		return fmt.Sprint(lo)
+	}
+	return fmt.Sprintf("[%d, %d]", lo, hi)
+}
+
+// fenceClosed says what had closed the fence of claim l by instant T, with
+// lease end L, or "" if nothing known had. For an accepted call (T its
+// earliest possible instant) only what certainly came before T counts; for
+// a refused one (T its latest) whatever may have.
+func (k *checker) fenceClosed(jl *jobLog, l *life, T, L int64, accepted bool) string {
+	before := func(lo, hi int64) bool {
+		if accepted {
+			return hi < T
+		}
+		return lo <= T
+	}
+	if l.ending != nil {
+		return fmt.Sprintf("its own %s at %s had ended the job", l.ending.what, span(l.ending.lo, l.ending.hi))
+	}
+	if n := jl.genAfter(l.gen); n != nil && before(n.from, n.from) {
+		return fmt.Sprintf("the job was purged and enqueued again at %d", n.from)
+	}
+	for _, c := range l.gen.cancels {
+		if lo, hi := c.bounds(); before(lo, hi) {
+			return fmt.Sprintf("the job was cancelled at %s", span(lo, hi))
+		}
+	}
+	if n := jl.nextClaim(l.token); n != nil {
+		if lo, hi := n.claim.bounds(); before(lo, hi) {
+			return fmt.Sprintf("token %d was claimed at %s", n.token, span(lo, hi))
+		}
+	}
+	switch D := l.gen.deadline(); {
+	case T >= L:
+		return fmt.Sprintf("its lease ended at %d", L)
+	case D != 0 && T >= D:
+		return fmt.Sprintf("its deadline %d had passed", D)
+	}
+	return ""
+}
+
+// cancelledUnlogged reports whether a killed operator's last intent may
+// have cancelled the job of g by T, and if so takes it to have.
+func (k *checker) cancelledUnlogged(jl *jobLog, g *generation, T int64) bool {
+	for _, s := range k.spares {
+		if s.kind == "cancel" && s.ev.Job == jl.id && s.from <= T && jl.genAt(s.from) == g && k.use(s, "cancel "+jl.id) {
+			k.unloggedEnding(g, &ending{what: "unlogged cancel", lo: s.from, hi: never, status: leaseq.StatusQuarantined, reason: s.ev.Reason})
 			return true
 		}
 	}
 	return false
 }
 
+// unloggedEnding records e as g's ending once.
+func (k *checker) unloggedEnding(g *generation, e *ending) {
+	for _, x := range g.endings {
+		if x.what == e.what && x.reason == e.reason {
+			return
+		}
+	}
+	g.endings = append(g.endings, e)
+}
+
+// checkExtend checks an accepted extension and returns the lease end it
+// set.
+func (k *checker) checkExtend(jl *jobLog, l *life, op *loggedOp) int64 {
+	D := l.gen.deadline()
+	lo, hi := op.bounds()
+	least, most := capAt(lo+op.Lease, D), capAt(hi+op.Lease, D)
+	switch {
+	case D != 0 && op.LeaseUntil > D:
+		k.bad("%s: extend of token %d at %s set lease_until %d, past its deadline %d", jl.id, l.token, span(lo, hi), op.LeaseUntil, D)
+	case op.LeaseUntil < least || op.LeaseUntil > most:
+		k.bad("%s: extend of token %d by %dms at %s set lease_until %d, want min(at+lease, deadline) = %s",
+			jl.id, l.token, op.Lease, span(lo, hi), op.LeaseUntil, span(least, most))
+	}
+	return op.LeaseUntil
+}
+
+// capAt is min(t, deadline), deadline 0 meaning none.
+func capAt(t, deadline int64) int64 {
+	if deadline != 0 && deadline < t {
+		return deadline
+	}
+	return t
+}
+
+// releaseEnding records the quarantine an accepted release caused, if it
+// did: its attempts were used up, or its delay reached the deadline.
+func (k *checker) releaseEnding(jl *jobLog, l *life, op *loggedOp) {
+	lo, hi := op.bounds()
+	D, attempt := l.gen.deadline(), int64(l.claim.Attempt)
+	e := &ending{what: "release", lo: lo, hi: hi, status: leaseq.StatusQuarantined, life: l}
+	switch {
+	case attempt >= l.gen.maxAttempts():
+		e.reason = "max attempts reached, released: " + op.Reason
+	case D != 0 && lo+op.Delay >= D:
+		e.reason = "released past the deadline: " + op.Reason
+	case D != 0 && hi+op.Delay >= D:
+		e.reason, e.maybe = "released past the deadline: "+op.Reason, true
+	default:
+		return
+	}
+	l.ending = e
+}
+
+// freeFrom is the earliest instant the job of l may be claimed again after
+// its logged calls, and what sets it.
+func (l *life) freeFrom() (int64, string) {
+	if l.release != nil {
+		lo, _ := l.release.bounds()
+		return lo + l.release.Delay, fmt.Sprintf("the release of token %d at %d delayed it by %dms, until %d",
+			l.token, lo, l.release.Delay, lo+l.release.Delay)
+	}
+	return l.leaseEnd, fmt.Sprintf("token %d of %s was leased until %d", l.token, l.claim.Owner, l.leaseEnd)
+}
+
+// checkClaims checks each logged claim of g: its lease, attempt, run_at,
+// and that it came after the previous claim's lease or release delay ended
+// and not after the generation was cancelled or ended.
+func (k *checker) checkClaims(jl *jobLog, g *generation) {
+	D, runAt := g.deadline(), unixMS(g.job.RunAt)
+	var prev *life
+	for _, l := range g.lives {
+		cl := l.claim
+		lo, hi := cl.bounds()
+		least, most := capAt(lo+chaosLease.Milliseconds(), D), capAt(hi+chaosLease.Milliseconds(), D)
+		switch {
+		case cl.Deadline != D:
+			k.bad("%s: claim of token %d says deadline %d, the job has %d", jl.id, l.token, cl.Deadline, D)
+		case cl.LeaseUntil < least || cl.LeaseUntil > most:
+			k.bad("%s: token %d at %s has lease_until %d, want min(at+lease, deadline) = %s", jl.id, l.token, span(lo, hi), cl.LeaseUntil, span(least, most))
+		case int64(cl.Attempt) > g.maxAttempts():
+			k.bad("%s: token %d is attempt %d of %d", jl.id, l.token, cl.Attempt, g.maxAttempts())
+		case runAt != 0 && hi < runAt:
+			k.bad("%s: token %d claimed at %s, before its run_at %d", jl.id, l.token, span(lo, hi), runAt)
+		}
+		for _, c := range g.cancels {
+			if clo, chi := c.bounds(); chi < lo {
+				k.bad("%s: token %d claimed at %s, after the job was cancelled at %s", jl.id, l.token, span(lo, hi), span(clo, chi))
+			}
+		}
+		for _, e := range g.endings {
+			if e.life != nil && e.life.token < l.token && !e.maybe && e.hi <= lo {
+				k.bad("%s: token %d claimed at %s, after the %s of token %d at %s had ended the job",
+					jl.id, l.token, span(lo, hi), e.what, e.life.token, span(e.lo, e.hi))
+			}
+		}
+		if prev != nil {
+			k.checkHandover(jl, prev, l)
+		}
+		prev = l
+	}
+}
+
+// checkHandover checks that the claim next came no earlier than the job
+// was free again after the claim prev (an earlier token of the same
+// generation). A killed holder of prev may have released the job without
+// a line; that explains an earlier claim if it came after the deliver line
+// plus the planned delay, and the release could have left the job pending.
+func (k *checker) checkHandover(jl *jobLog, prev, next *life) {
+	free, why := prev.freeFrom()
+	lo, hi := next.claim.bounds()
+	if hi >= free {
+		return
+	}
+	if s := k.holderSpare(jl, prev, "release"); s != nil && hi >= s.from+s.ev.Delay &&
+		int64(prev.claim.Attempt) < prev.gen.maxAttempts() && k.use(s, "release") {
+		return
+	}
+	k.bad("%s: token %d claimed by %s at %s, while %s: overlap", jl.id, next.token, next.claim.Owner, span(lo, hi), why)
+}
+
+// holderSpare is the unlogged call of kind the killed holder of l may have
+// made with it, or nil.
+func (k *checker) holderSpare(jl *jobLog, l *life, kind string) *spare {
+	if l == nil || l.claim == nil {
+		return nil
+	}
+	s := k.spares[l.claim.inc]
+	if s == nil || s.kind != kind || s.ev.Job != jl.id || s.ev.Token != l.token {
+		return nil
+	}
+	return s
+}
+
+// checkCancels checks each logged cancel against the generation it was
+// made in: accepted only while the job was pending or leased, refused only
+// once it had ended.
+func (k *checker) checkCancels(jl *jobLog) {
+	for _, c := range jl.cancels {
+		lo, hi := c.bounds()
+		g := jl.genAt(lo)
+		if c.OK {
+			if g == nil {
+				k.bad("%s: cancel accepted at %s before it was enqueued", jl.id, span(lo, hi))
+				continue
+			}
+			for _, e := range g.endings {
+				if (e.what != "cancel" && !e.maybe && e.hi <= lo) || (e.what == "cancel" && e.hi < lo) {
+					k.bad("%s: cancel accepted at %s, but the %s at %s had ended the job", jl.id, span(lo, hi), e.what, span(e.lo, e.hi))
+				}
+			}
+			continue
+		}
+		if g != nil && !k.endedBy(jl, g, hi) {
+			k.bad("%s: cancel refused (%s) at %s while the job was pending or leased", jl.id, c.Err, span(lo, hi))
+		}
+	}
+}
+
+// endedBy reports whether g may have ended by T: an ending at or before T,
+// a quarantine sweep due by then, or an unlogged call that would end it.
+func (k *checker) endedBy(jl *jobLog, g *generation, T int64) bool {
+	for _, e := range g.endings {
+		if e.lo <= T {
+			return true
+		}
+	}
+	return k.sweepFrom(jl, g) <= T || k.endedUnlogged(jl, g, T)
+}
+
+// sweepFrom is the earliest instant a claim's quarantine sweep may have
+// taken g: its deadline, or the end of its last lease once its attempts
+// were used up.
+func (k *checker) sweepFrom(jl *jobLog, g *generation) int64 {
+	from := int64(never)
+	if D := g.deadline(); D != 0 {
+		from = D
+	}
+	last := g.lastToken(jl)
+	if g.base < 0 {
+		// Only unlogged claims, if any: when, and how many, is unknown.
+		if last > jl.tokensBefore(g) {
+			return min(from, g.from)
+		}
+		return from
+	}
+	if last-g.base < g.maxAttempts() {
+		return from
+	}
+	if l := jl.lives[last]; l != nil && l.gen == g {
+		if l.release == nil {
+			from = min(from, l.leaseEnd)
+		}
+		return from
+	}
+	// The last claim is not logged: it came after every logged one ended.
+	after := g.from
+	if n := len(g.lives); n > 0 {
+		after, _ = g.lives[n-1].freeFrom()
+	}
+	return min(from, after)
+}
+
+// lastToken is the last token g may have handed out: the next
+// generation's base where that is known, else the first known base of a
+// later one, else the ID's last token (the row's, or the probe's) — an
+// upper bound where the claims in between left no line.
+func (g *generation) lastToken(jl *jobLog) int64 {
+	last := g.base
+	for _, l := range g.lives {
+		last = max(last, l.token)
+	}
+	for _, x := range jl.gens[slices.Index(jl.gens, g)+1:] {
+		if x.base >= 0 {
+			return max(last, x.base)
+		}
+	}
+	if r := jl.row(); r != nil {
+		return max(last, r.Token)
+	}
+	return max(last, jl.purgedLast)
+}
+
+// tokensBefore is the highest token a logged claim of a generation before
+// g has.
+func (jl *jobLog) tokensBefore(g *generation) int64 {
+	var most int64
+	for _, l := range jl.lives {
+		if l.gen != g && l.gen.from < g.from {
+			most = max(most, l.token)
+		}
+	}
+	return most
+}
+
+// endedUnlogged reports whether an unlogged call of a killed incarnation
+// may have ended g by T — the planned finish, fail or release of the
+// holder of its last logged claim, or a cancel named by a killed
+// operator's last intent — and if so records it as g's ending.
+func (k *checker) endedUnlogged(jl *jobLog, g *generation, T int64) bool {
+	if n := len(g.lives); n > 0 {
+		l := g.lives[n-1]
+		for _, kind := range []string{"finish", "fail", "release"} {
+			if kind == "release" && int64(l.claim.Attempt) < g.maxAttempts() && g.deadline() == 0 {
+				continue // such a release puts the job back pending
+			}
+			if s := k.holderSpare(jl, l, kind); s != nil && s.from <= T && k.use(s, kind) {
+				k.unloggedEnding(g, &ending{what: "unlogged " + kind, lo: s.from, hi: never, life: l, status: statusAfter(kind)})
+				return true
+			}
+		}
+	}
+	return k.cancelledUnlogged(jl, g, T)
+}
+
+// statusAfter is the status a call that ends a job leaves it in.
+func statusAfter(call string) leaseq.Status {
+	if call == "finish" {
+		return leaseq.StatusDone
+	}
+	return leaseq.StatusQuarantined
+}
+
+// checkEnd checks that g ended once, and, unless the row shows how the
+// last generation ended, that it ended at all before it was purged.
+func (k *checker) checkEnd(jl *jobLog, g *generation, last bool) {
+	var sure []string
+	finishes := 0
+	for _, e := range g.endings {
+		if !e.maybe && !strings.HasPrefix(e.what, "unlogged") {
+			sure = append(sure, fmt.Sprintf("%s at %s", e.what, span(e.lo, e.hi)))
+		}
+		if e.what == "finish" {
+			finishes++
+		}
+	}
+	switch {
+	case finishes > 1:
+		k.bad("%s: %d accepted finishes", jl.id, finishes)
+	case len(sure) > 1:
+		k.bad("%s: ended %d times: %s", jl.id, len(sure), strings.Join(sure, ", "))
+	}
+	if last && jl.row() != nil {
+		return
+	}
+	endLo := k.earliestEnd(jl, g)
+	if endLo == never {
+		if last {
+			k.bad("%s: no row, and nothing ended it (no finish, fail, release, cancel or quarantine) before a purge could: lost", jl.id)
+		} else {
+			k.bad("%s: enqueued again at %d, but nothing ended the job before (no finish, fail, release, cancel or quarantine): purged while open?",
+				jl.id, jl.genAfter(g).from)
+		}
+		return
+	}
+	k.rep.purged++
+	if !k.purgedAfter(jl, g, endLo) {
+		k.bad("%s: gone, but no purge could have deleted it: none was of jobs older than %d, when it ended at the earliest", jl.id, endLo)
+	}
+}
+
+// earliestEnd is the earliest instant g may have ended: its first ending,
+// else the quarantine sweep's, else an unlogged call's; never if nothing
+// may have ended it.
+func (k *checker) earliestEnd(jl *jobLog, g *generation) int64 {
+	if len(g.endings) == 0 {
+		if from := k.sweepFrom(jl, g); from != never {
+			return from
+		}
+		k.endedUnlogged(jl, g, never)
+	}
+	end := int64(never)
+	for _, e := range g.endings {
+		end = min(end, e.lo)
+	}
+	return end
+}
+
+// purgedAfter reports whether a purge could have deleted g, which ended at
+// endLo at the earliest: one of jobs older than after endLo, started before
+// the next generation was enqueued, logged or unlogged.
+func (k *checker) purgedAfter(jl *jobLog, g *generation, endLo int64) bool {
+	until := int64(never)
+	if n := jl.genAfter(g); n != nil {
+		until = n.from
+	}
+	for _, p := range k.purges {
+		if p.Before > endLo && p.T0 <= until {
+			return true
+		}
+	}
+	for _, s := range k.spares {
+		if s.kind == "purge" && s.ev.Before > endLo && s.from <= until && k.use(s, "purge") {
+			return true
+		}
+	}
+	return false
+}
+
+// checkRow checks the final row of the ID against its last generation.
+func (k *checker) checkRow(jl *jobLog) {
+	r := jl.row()
+	if r == nil || len(jl.gens) == 0 {
+		return
+	}
+	g := jl.gens[len(jl.gens)-1]
+	if !bytes.Equal(r.Payload, g.job.Payload) {
+		k.bad("%s: the row holds payload %q, but the ID's last enqueue was of %q", jl.id, r.Payload, g.job.Payload)
+	}
+	if r.Qty != g.job.Qty {
+		k.bad("%s: qty %d, enqueued %d", jl.id, r.Qty, g.job.Qty)
+	}
+	switch r.Status {
+	case leaseq.StatusDone:
+		k.rep.done++
+	case leaseq.StatusQuarantined:
+		k.rep.quarantined++
+		k.rep.quarantines = append(k.rep.quarantines, fmt.Sprintf("%s after %d/%d attempts: %s", jl.id, r.Attempts, r.MaxAttempts, r.Reason))
+	default:
+		k.bad("%s: %s at the end: stuck", jl.id, r.Status)
+		return
+	}
+	if g.base >= 0 && r.Token-g.base != int64(r.Attempts) {
+		k.bad("%s: token %d but attempts %d (the job's tokens before it: %d)", jl.id, r.Token, r.Attempts, g.base)
+	}
+	fin := jl.lives[r.Token]
+	if fin != nil && fin.gen != g {
+		fin = nil
+	}
+	if fin != nil {
+		if r.Owner != fin.claim.Owner {
+			k.bad("%s: the row's owner is %s, but token %d was claimed by %s", jl.id, r.Owner, r.Token, fin.claim.Owner)
+		}
+		k.checkRowLease(jl, fin, r)
+	}
+	for _, e := range g.endings {
+		if e.what == "finish" && (e.life.token != r.Token || r.Status != leaseq.StatusDone) {
+			k.bad("%s: accepted finish of token %d, but the row has token %d, status %s", jl.id, e.life.token, r.Token, r.Status)
+		}
+	}
+	if r.Status == leaseq.StatusDone {
+		k.checkDone(jl, g, fin, r)
+	} else {
+		k.checkQuarantined(jl, g, fin, r)
+	}
+}
+
+// checkRowLease checks the row's lease_until against the calls of the
+// final claim: the claim's or last accepted extension's lease end, or the
+// release's instant. An unlogged extension or release of a killed holder
+// may explain a later one.
+func (k *checker) checkRowLease(jl *jobLog, fin *life, r *leaseq.State) {
+	got, want := unixMS(r.LeaseUntil), fin.leaseEnd
+	if fin.release != nil {
+		if lo, hi := fin.release.bounds(); lo <= got && got <= hi {
+			return
+		}
+	}
+	switch s := k.holderSpare(jl, fin, "extend"); {
+	case got == want:
+		return
+	case s != nil && got > want && got >= capAt(s.from+chaosLease.Milliseconds(), fin.gen.deadline()) && k.use(s, "extend"):
+		return
+	}
+	if s := k.holderSpare(jl, fin, "release"); s != nil && got >= s.from && k.use(s, "release") {
+		return
+	}
+	k.bad("%s: the row's lease_until is %d, but the accepted calls of token %d leave %d", jl.id, got, fin.token, want)
+}
+
+// checkDone checks a done row: a finish of its final token was accepted
+// (or a killed holder made it unlogged), and its reason is the last
+// accepted release's, as Finish keeps the reason.
+func (k *checker) checkDone(jl *jobLog, g *generation, fin *life, r *leaseq.State) {
+	finished := false
+	for _, e := range g.endings {
+		finished = finished || e.what == "finish" || e.what == "unlogged finish"
+	}
+	if !finished {
+		if s := k.holderSpare(jl, fin, "finish"); s != nil && k.use(s, "finish") {
+			k.unloggedEnding(g, &ending{what: "unlogged finish", lo: s.from, hi: never, life: fin, status: leaseq.StatusDone})
+		} else {
+			k.bad("%s: done, but no accepted finish is logged or can be accounted for", jl.id)
+		}
+	}
+	want, after := "", int64(0)
+	for _, l := range g.lives {
+		if l.release != nil {
+			want, after = l.release.Reason, l.token
+		}
+	}
+	if r.Reason == want {
+		return
+	}
+	for _, l := range g.lives {
+		if s := k.holderSpare(jl, l, "release"); s != nil && l.token > after && r.Reason == chaosReleaseReason(jl.id, l.token) && k.use(s, "release") {
+			return
+		}
+	}
+	k.bad("%s: done with reason %q, but the last accepted release left %q", jl.id, r.Reason, want)
+}
+
+// checkQuarantined checks that a quarantined row's reason is that of the
+// call that ended the job, or of the claim's quarantine sweep when no call
+// did, or of an unlogged call a killed incarnation may have made.
+func (k *checker) checkQuarantined(jl *jobLog, g *generation, fin *life, r *leaseq.State) {
+	if r.Reason == "" {
+		k.bad("%s: quarantined without a reason", jl.id)
+	}
+	var sure *ending
+	for _, e := range g.endings {
+		if e.reason == r.Reason {
+			return
+		}
+		if !e.maybe && !strings.HasPrefix(e.what, "unlogged") && e.status == leaseq.StatusQuarantined {
+			sure = e
+		}
+	}
+	if sure != nil {
+		k.bad("%s: quarantined with reason %q, but the %s at %s ended it with %q", jl.id, r.Reason, sure.what, span(sure.lo, sure.hi), sure.reason)
+		return
+	}
+	if k.sweepReason(g, r) {
+		return
+	}
+	candidates := map[string]string{"fail": chaosFailReason(jl.id, r.Token), "release": ""}
+	if fin != nil {
+		reason := chaosReleaseReason(jl.id, fin.token)
+		if int64(fin.claim.Attempt) >= g.maxAttempts() {
+			candidates["release"] = "max attempts reached, released: " + reason
+		} else {
+			candidates["release"] = "released past the deadline: " + reason
+		}
+	}
+	for kind, reason := range candidates {
+		if s := k.holderSpare(jl, fin, kind); s != nil && r.Reason == reason && k.use(s, kind) {
+			k.unloggedEnding(g, &ending{what: "unlogged " + kind, lo: s.from, hi: never, life: fin, status: r.Status, reason: reason})
+			return
+		}
+	}
+	for _, s := range k.spares {
+		if s.kind == "cancel" && s.ev.Job == jl.id && s.ev.Reason == r.Reason && k.use(s, "cancel "+jl.id) {
+			k.unloggedEnding(g, &ending{what: "unlogged cancel", lo: s.from, hi: never, status: r.Status, reason: r.Reason})
+			return
+		}
+	}
+	k.bad("%s: quarantined with reason %q, which no accepted call explains", jl.id, r.Reason)
+}
+
+// sweepReason reports whether the row's reason is one a claim's
+// quarantine sweep writes, with the row's own figures.
+func (k *checker) sweepReason(g *generation, r *leaseq.State) bool {
+	if D := g.deadline(); D != 0 &&
+		r.Reason == fmt.Sprintf("deadline passed at %d (unix ms), %d of %d attempts used", D, r.Attempts, r.MaxAttempts) {
+		return true
+	}
+	return int64(r.Attempts) >= g.maxAttempts() &&
+		r.Reason == fmt.Sprintf("max attempts reached: %d of %d, last lease ended at %d (unix ms)", r.Attempts, r.MaxAttempts, unixMS(r.LeaseUntil))
+}
+
+// accountForUnloggedClaims matches the tokens missing from the histories
+// with killed workers whose last line is one after which a claim comes
+// next: the final token of a row needs one with the row's owner name, any
+// other token any one. The constrained ones are matched first.
+func (k *checker) accountForUnloggedClaims() {
+	unconstrained := 0
+	for _, id := range k.order {
+		jl := k.jobs[id]
+		var n int64
+		for tok := range jl.lives {
+			n = max(n, tok)
+		}
+		for _, g := range jl.gens {
+			n = max(n, g.base)
+		}
+		r := jl.row()
+		if r != nil {
+			n = max(n, r.Token)
+		}
+		n = max(n, jl.purgedLast)
+		k.rep.claims += int(n)
+		for tok := int64(1); tok <= n; tok++ {
+			if jl.lives[tok] != nil {
+				continue
+			}
+			k.rep.unloggedClaims++
+			if r == nil || tok != r.Token {
+				unconstrained++
+			} else if !k.takeSpareClaim(r.Owner, id, tok) {
+				k.bad("%s: final token %d (owner %s) has no logged claim and no killed %s incarnation to account for it", id, tok, r.Owner, r.Owner)
+			}
+		}
+	}
+	for ; unconstrained > 0 && k.takeSpareClaim("", "", 0); unconstrained-- {
+	}
+	if unconstrained > 0 {
+		k.bad("%d tokens have no logged claim and no killed incarnation left to account for them", unconstrained)
+	}
+}
+
+// takeSpareClaim uses up a killed worker that can account for an unlogged
+// claim (of token of id, if known), named name if name is not empty.
+func (k *checker) takeSpareClaim(name, id string, token int64) bool {
+	for _, inc := range k.all {
+		if s := k.spares[inc]; s != nil && s.kind == "claim" && s.used == "" && (name == "" || inc.name == name) {
+			return k.use(s, fmt.Sprint("claim ", id, " ", token))
+		}
+	}
+	return false
+}
+
+// checkPurges checks that each purge deleted at least the jobs List had
+// just shown it must, and counts them.
+func (k *checker) checkPurges() {
+	for _, p := range k.purges {
+		k.rep.purges++
+		k.rep.deleted += p.Deleted
+		if p.Deleted < p.Listed {
+			k.bad("purge of %v before %d deleted %d jobs, fewer than the %d List showed as due for it", p.Statuses, p.Before, p.Deleted, p.Listed)
+		}
+	}
+}
+
 // checkReceiver checks what the receiver got against the histories and
-// rows.
+// the generations.
 func (k *checker) checkReceiver(rcv *receiver) {
 	rcv.mu.Lock()
 	defer rcv.mu.Unlock()
-	k.rep.deliveries = len(rcv.deliveries)
-	k.rep.repeats = len(rcv.deliveries) - len(rcv.qty)
-	received := map[string]bool{}
+	received := map[string]string{}
 	for _, d := range rcv.deliveries {
+		if d.plan == "finish" {
+			k.rep.deliveries++
+		} else {
+			k.rep.failed++
+		}
 		key := opKey(d.job, d.owner, d.token)
-		received[key] = true
-		if !k.logged[key] {
+		received[key] = d.plan
+		jl := k.jobs[d.job]
+		var l *life
+		if jl != nil {
+			l = jl.lives[d.token]
+		}
+		switch {
+		case l == nil || l.claim.Owner != d.owner:
 			k.bad("receiver got %s token %d from %s, which has no logged claim", d.job, d.token, d.owner)
+		case l.gen != nil && d.payload != string(l.gen.job.Payload):
+			k.bad("receiver got %s token %d with payload %q, but that claim's job has %q", d.job, d.token, d.payload, l.gen.job.Payload)
 		}
 	}
-	for key := range k.delivered {
-		if !received[key] {
+	k.rep.repeats = k.rep.deliveries - len(rcv.qty)
+	for key, plan := range k.delivered {
+		if got, ok := received[key]; !ok {
 			k.bad("logged delivery %s never reached the receiver", key)
+		} else if got != plan {
+			k.bad("logged delivery %s planned %s, the receiver got %s", key, plan, got)
 		}
 	}
+	k.checkReceived(rcv)
+}
+
+// checkReceived checks the receiver's distinct jobs and total, and that
+// every job that ended done was delivered.
+func (k *checker) checkReceived(rcv *receiver) {
 	sum := 0
-	for id, qty := range rcv.qty {
-		r := k.rows[id]
-		if r == nil {
-			k.bad("receiver got unknown job %s", id)
+	for key, qty := range rcv.qty {
+		id, payload, _ := strings.Cut(key, "\x00")
+		g := k.genOf(id, payload)
+		if g == nil {
+			k.bad("receiver got unknown job %s with payload %q", id, payload)
 			continue
 		}
-		if qty != r.qty {
-			k.bad("%s: receiver recorded qty %d, the job has %d", id, qty, r.qty)
+		if qty != g.job.Qty {
+			k.bad("%s: receiver recorded qty %d, the job has %d", id, qty, g.job.Qty)
 		}
-		sum += r.qty
+		sum += g.job.Qty
 	}
 	if sum != rcv.total {
 		k.bad("receiver total %d, want %d, the sum of the qty of the %d distinct delivered jobs", rcv.total, sum, len(rcv.qty))
 	}
-	for id, r := range k.rows {
-		if _, ok := rcv.qty[id]; r.status == "done" && !ok {
-			k.bad("%s: done but never delivered", id)
+	for _, id := range k.order {
+		jl := k.jobs[id]
+		for i, g := range jl.gens {
+			done := i == len(jl.gens)-1 && jl.row() != nil && jl.row().Status == leaseq.StatusDone
+			for _, e := range g.endings {
+				done = done || e.what == "finish" || e.what == "unlogged finish"
+			}
+			if _, ok := rcv.qty[jobKey(id, string(g.job.Payload))]; done && !ok {
+				k.bad("%s: done but never delivered", id)
+			}
 		}
 	}
+}
+
+// genOf is the generation of id with payload, or nil.
+func (k *checker) genOf(id, payload string) *generation {
+	if jl := k.jobs[id]; jl != nil {
+		for _, g := range jl.gens {
+			if string(g.job.Payload) == payload {
+				return g
+			}
+		}
+	}
+	return nil
 }
 
 // readHistory reads a history file. A last line that does not parse is a
@@ -413,62 +1387,199 @@ func readHistory(path string) ([]histEvent, bool, error) {
 }
 
 // checkerCase is a small history, made by running the real queue on a
-// manual clock and writing down what chaos workers would have logged, for
-// testing checkHistory itself: a checker that cannot fail proves nothing.
+// manual clock and writing down what the chaos processes would have
+// logged, for testing checkHistory itself: a checker that cannot fail
+// proves nothing. Times are milliseconds after t0; every call's clock
+// reading is recorded exactly, as the chaos processes record it.
 type checkerCase struct {
+	t    *testing.T
 	f    *fixture
 	jobs []leaseq.Job
 	incs []*incarnation
 	hist [][]histEvent
 	rcv  *receiver
+	seq  int
 }
 
-// newCheckerCase is a clean history:
-//
-//	0ms   w1 claims j1 (token 1, lease_until 150); delivers; 10ms finishes: accepted
-//	20ms  w2 claims j2 (token 1, lease_until 170); is killed while delivering
-//	170ms w1 claims j2 (token 2, lease_until 320); delivers; 180ms finishes: accepted
-func newCheckerCase(t *testing.T) *checkerCase {
-	f := newFixture(t, leaseq.Options{})
-	cc := &checkerCase{f: f, jobs: []leaseq.Job{{ID: "j1", Qty: 2}, {ID: "j2", Qty: 3}},
+func newCase(t *testing.T) *checkerCase {
+	return &checkerCase{t: t, f: newFixture(t, leaseq.Options{MaxAttempts: chaosMaxAttempts}),
 		rcv: &receiver{qty: map[string]int{}}}
-	for _, j := range cc.jobs {
-		f.enqueue(j)
-	}
-	abs := func(n int64) int64 { return ms(n).UnixMilli() }
-	claim := func(at int64, owner string) histEvent {
-		c := f.at(at).mustClaim(owner, chaosLease)
-		return histEvent{Ev: "claim", Job: c.ID, Owner: owner, Token: c.Token, Attempt: c.Attempt,
-			LeaseUntil: c.LeaseUntil.UnixMilli(), At: abs(at)}
-	}
-	finish := func(at int64, cl histEvent) histEvent {
-		ok := f.at(at).finish(leaseq.Claim{ID: cl.Job, Owner: cl.Owner, Token: cl.Token})
-		return histEvent{Ev: "finish", Job: cl.Job, Owner: cl.Owner, Token: cl.Token, OK: ok, At: abs(at)}
-	}
-	deliver := func(cl histEvent, qty int) histEvent {
-		cc.rcv.deliveries = append(cc.rcv.deliveries, delivery{job: cl.Job, owner: cl.Owner, token: cl.Token, qty: qty})
-		if _, seen := cc.rcv.qty[cl.Job]; !seen {
-			cc.rcv.qty[cl.Job] = qty
-			cc.rcv.total += qty
+}
+
+// unixAt is the Unix millisecond of t0 + n ms.
+func unixAt(n int64) int64 { return ms(n).UnixMilli() }
+
+// exactlyAt is a call at t0 + n ms whose clock reading was recorded.
+func exactlyAt(n int64) instant { return instant{At: unixAt(n), T0: unixAt(n), T1: unixAt(n)} }
+
+// proc is the index of the running incarnation of name, started (with its
+// start line) if there is none.
+func (cc *checkerCase) proc(name string) int {
+	n := 0
+	for i, inc := range cc.incs {
+		if inc.name != name {
+			continue
 		}
-		return histEvent{Ev: "deliver", Job: cl.Job, Owner: cl.Owner, Token: cl.Token}
+		if h := cc.hist[i]; !inc.killed && h[len(h)-1].Ev != "exit" {
+			return i
+		}
+		n++
 	}
-	c1 := claim(0, "w1")
-	w1 := []histEvent{{Ev: "start", Owner: "w1"}, c1, deliver(c1, 2), finish(10, c1)}
-	c2 := claim(20, "w2")
-	w2 := []histEvent{{Ev: "start", Owner: "w2"}, c2}
-	c3 := claim(170, "w1")
-	w1 = append(w1, c3, deliver(c3, 3), finish(180, c3), histEvent{Ev: "exit", Owner: "w1"})
-	cc.incs = []*incarnation{{name: "w1"}, {name: "w2", killed: true}}
-	cc.hist = [][]histEvent{w1, w2}
-	return cc
+	role := "chaos-worker"
+	if name == chaosOperatorName {
+		role = "chaos-operator"
+	}
+	cc.incs = append(cc.incs, &incarnation{name: name, role: role, n: n})
+	cc.hist = append(cc.hist, []histEvent{{Ev: "start", Owner: name}})
+	return len(cc.incs) - 1
+}
+
+func (cc *checkerCase) log(name string, e histEvent) {
+	i := cc.proc(name)
+	cc.hist[i] = append(cc.hist[i], e)
+}
+
+// append adds e to the history of the last incarnation of name, before
+// its exit line if it has one: a line tampered in.
+func (cc *checkerCase) append(name string, e histEvent) {
+	for i := len(cc.incs) - 1; i >= 0; i-- {
+		if cc.incs[i].name == name {
+			h := cc.hist[i]
+			if n := len(h); h[n-1].Ev == "exit" {
+				cc.hist[i] = append(h[:n-1:n-1], e, h[n-1])
+			} else {
+				cc.hist[i] = append(h, e)
+			}
+			return
+		}
+	}
+	panic("no incarnation of " + name)
+}
+
+func (cc *checkerCase) kill(name string) { cc.incs[cc.proc(name)].killed = true }
+
+func (cc *checkerCase) exit(names ...string) {
+	for _, name := range names {
+		cc.log(name, histEvent{Ev: "exit", Owner: name})
+	}
+}
+
+// enqueue is the producer's enqueue of j at t0 + at.
+func (cc *checkerCase) enqueue(at int64, j leaseq.Job) {
+	cc.f.at(at).enqueue(j)
+	cc.jobs = append(cc.jobs, j)
+}
+
+func (cc *checkerCase) claim(at int64, name string) leaseq.Claim {
+	c := cc.f.at(at).mustClaim(name, chaosLease)
+	cc.log(name, histEvent{Ev: "claim", Job: c.ID, Owner: name, Token: c.Token, Attempt: c.Attempt,
+		LeaseUntil: c.LeaseUntil.UnixMilli(), Deadline: unixMS(c.Deadline), instant: exactlyAt(at)})
+	return c
+}
+
+// sweep is a Claim at t0 + at that finds nothing claimable (it may
+// quarantine).
+func (cc *checkerCase) sweep(at int64) {
+	if c, ok := cc.f.at(at).claim("sweeper", chaosLease); ok {
+		cc.t.Fatalf("sweep at %d claimed %+v", at, c)
+	}
+}
+
+func (cc *checkerCase) extend(at int64, name string, c *leaseq.Claim) bool {
+	ext, ok, err := cc.f.at(at).q.Extend(cc.f.ctx, *c, chaosLease)
+	if err != nil {
+		cc.t.Fatal(err)
+	}
+	e := histEvent{Ev: "extend", Job: c.ID, Owner: name, Token: c.Token, Lease: chaosLease.Milliseconds(), OK: ok, instant: exactlyAt(at)}
+	if ok {
+		*c, e.LeaseUntil = ext, ext.LeaseUntil.UnixMilli()
+	}
+	cc.log(name, e)
+	return ok
+}
+
+// deliver is the delivery of c, answered at t0 + at, then planned to be
+// settled with plan.
+func (cc *checkerCase) deliver(at int64, name string, c leaseq.Claim, plan string, delay int64) {
+	cc.rcv.record(delivery{job: c.ID, payload: string(c.Payload), owner: name, plan: plan, token: c.Token, qty: c.Qty})
+	cc.log(name, histEvent{Ev: "deliver", Job: c.ID, Owner: name, Token: c.Token, Plan: plan, Delay: delay,
+		instant: instant{T1: unixAt(at)}})
+}
+
+// settle is the call plan (finish, release or fail) on c at t0 + at.
+func (cc *checkerCase) settle(at int64, name string, c leaseq.Claim, plan string, delay int64) bool {
+	cc.f.at(at)
+	e := histEvent{Ev: plan, Job: c.ID, Owner: name, Token: c.Token, instant: exactlyAt(at)}
+	var err error
+	switch plan {
+	case "finish":
+		e.OK, err = cc.f.q.Finish(cc.f.ctx, c)
+	case "release":
+		e.Delay, e.Reason = delay, chaosReleaseReason(c.ID, c.Token)
+		e.OK, err = cc.f.q.Release(cc.f.ctx, c, time.Duration(delay)*time.Millisecond, e.Reason)
+	case "fail":
+		e.Reason = chaosFailReason(c.ID, c.Token)
+		e.OK, err = cc.f.q.Fail(cc.f.ctx, c, e.Reason)
+	}
+	if err != nil {
+		cc.t.Fatal(err)
+	}
+	cc.log(name, e)
+	return e.OK
+}
+
+// operate is one operator call at t0 + at: its intent line, the call, its
+// result line.
+func (cc *checkerCase) operate(at int64, e histEvent, call func() error) {
+	intent := e
+	intent.Op, intent.Ev, intent.instant = e.Ev, "intent", instant{T0: unixAt(at)}
+	cc.log(chaosOperatorName, intent)
+	cc.f.at(at)
+	switch err := call(); {
+	case err == nil:
+		e.OK = true
+	case errors.Is(err, leaseq.ErrInvalid):
+		e.Err = "invalid"
+	case errors.Is(err, leaseq.ErrNotFound):
+		e.Err = "not found"
+	case errors.Is(err, leaseq.ErrDuplicate):
+		e.Err = "duplicate"
+	default:
+		cc.t.Fatal(err)
+	}
+	e.Owner, e.instant = chaosOperatorName, exactlyAt(at)
+	cc.log(chaosOperatorName, e)
+}
+
+func (cc *checkerCase) cancel(at int64, id string) {
+	cc.seq++
+	e := histEvent{Ev: "cancel", Job: id, Reason: fmt.Sprintf("cancelled by op #%d", cc.seq)}
+	cc.operate(at, e, func() error { return cc.f.q.Cancel(cc.f.ctx, id, e.Reason) })
+}
+
+func (cc *checkerCase) purge(at, before int64, statuses ...leaseq.Status) {
+	listed, err := listOlder(cc.f.ctx, cc.f.q, ms(before), statuses)
+	if err != nil {
+		cc.t.Fatal(err)
+	}
+	e := histEvent{Ev: "purge", Before: unixAt(before), Statuses: statuses, Listed: len(listed)}
+	var n int
+	cc.operate(at, e, func() (err error) {
+		n, err = cc.f.q.Purge(cc.f.ctx, ms(before), statuses...)
+		return err
+	})
+	cc.edit(chaosOperatorName, "purge", "", 0).Deleted = n
+}
+
+func (cc *checkerCase) reenqueue(at int64, j leaseq.Job) {
+	cc.operate(at, enqueueEvent(j), func() error { return cc.f.q.Enqueue(cc.f.ctx, j) })
 }
 
 // check writes the histories and runs the checker.
 func (cc *checkerCase) check(t *testing.T) chaosReport {
 	dir := t.TempDir()
 	for i, inc := range cc.incs {
-		inc.hist = filepath.Join(dir, inc.name+".jsonl")
+		inc.hist = filepath.Join(dir, fmt.Sprintf("%s.%d.jsonl", inc.name, inc.n))
 		var b []byte
 		for _, e := range cc.hist[i] {
 			line, _ := json.Marshal(e)
@@ -478,127 +1589,394 @@ func (cc *checkerCase) check(t *testing.T) chaosReport {
 			t.Fatal(err)
 		}
 	}
-	return checkHistory(t, cc.f.db, &chaos{all: cc.incs}, cc.jobs, cc.rcv)
+	return checkHistory(t, cc.f.q, &chaos{all: cc.incs}, cc.jobs, cc.rcv)
 }
 
-// edit finds the event of incarnation inc matching ev, job and token.
-func (cc *checkerCase) edit(inc int, ev, job string, token int64) *histEvent {
-	for i := range cc.hist[inc] {
-		if e := &cc.hist[inc][i]; e.Ev == ev && e.Job == job && e.Token == token {
-			return e
+// edit finds the last line of an incarnation of name matching ev, job and
+// token.
+func (cc *checkerCase) edit(name, ev, job string, token int64) *histEvent {
+	for i := len(cc.incs) - 1; i >= 0; i-- {
+		if cc.incs[i].name != name {
+			continue
+		}
+		for j := len(cc.hist[i]) - 1; j >= 0; j-- {
+			if e := &cc.hist[i][j]; e.Ev == ev && e.Job == job && e.Token == token {
+				return e
+			}
 		}
 	}
-	panic("no such event")
+	panic(fmt.Sprintf("no %s line %s/%d of %s", ev, job, token, name))
 }
 
-func (cc *checkerCase) drop(inc int, ev, job string, token int64) {
-	h := cc.hist[inc]
-	for i := range h {
-		if h[i].Ev == ev && h[i].Job == job && h[i].Token == token {
-			cc.hist[inc] = append(h[:i:i], h[i+1:]...)
-			return
+// drop deletes that line.
+func (cc *checkerCase) drop(name, ev, job string, token int64) {
+	e := cc.edit(name, ev, job, token)
+	for i := range cc.incs {
+		h := cc.hist[i]
+		for j := range h {
+			if &h[j] == e {
+				cc.hist[i] = append(h[:j:j], h[j+1:]...)
+				return
+			}
 		}
 	}
-	panic("no such event")
+}
+
+// newCheckerCase is a clean history of every kind of call:
+//
+//	0ms   w1 claims j1 (token 1, lease_until 150); delivers; 10ms finishes: accepted
+//	20ms  w2 claims j2 (token 1, lease_until 170); is killed while delivering
+//	170ms w1 claims j2 (token 2, lease_until 320); delivers; 180ms finishes: accepted
+//	200ms j3 arrives (deadline 420); w3 claims it (token 1, lease_until 350);
+//	      300ms extends: lease_until min(450, deadline) = 420; delivery fails
+//	      transiently; 310ms releases with delay 50: pending, claimable from 360
+//	360ms w1 claims j3 (token 2, attempt 2, lease_until 420); delivery fails
+//	      for good; 370ms fails it: quarantined
+//	380ms j4 arrives; w3 claims it (token 1, lease_until 530)
+//	390ms op cancels j4: accepted; 400ms w3's extend is refused; it delivers;
+//	      410ms its finish is refused
+//	420ms op purges quarantined jobs older than 375ms: j3 (j4 changed at 390)
+//	430ms op enqueues j3 again; 440ms w1 claims it: token 3, attempt 1;
+//	      delivers; 450ms finishes: accepted
+//	460ms op cancels j1: refused, it is done
+func newCheckerCase(t *testing.T) *checkerCase {
+	cc := newCase(t)
+	cc.enqueue(0, leaseq.Job{ID: "j1", Qty: 2, Payload: []byte("p1")})
+	cc.enqueue(0, leaseq.Job{ID: "j2", Qty: 3, Payload: []byte("p2")})
+	c := cc.claim(0, "w1")
+	cc.deliver(10, "w1", c, "finish", 0)
+	cc.settle(10, "w1", c, "finish", 0)
+	cc.claim(20, "w2")
+	cc.kill("w2")
+	c = cc.claim(170, "w1")
+	cc.deliver(180, "w1", c, "finish", 0)
+	cc.settle(180, "w1", c, "finish", 0)
+
+	cc.enqueue(200, leaseq.Job{ID: "j3", Qty: 4, Payload: []byte("p3"), Deadline: ms(420)})
+	c = cc.claim(200, "w3")
+	cc.extend(300, "w3", &c)
+	cc.deliver(310, "w3", c, "release", 50)
+	cc.settle(310, "w3", c, "release", 50)
+	c = cc.claim(360, "w1")
+	cc.deliver(370, "w1", c, "fail", 0)
+	cc.settle(370, "w1", c, "fail", 0)
+
+	cc.enqueue(380, leaseq.Job{ID: "j4", Qty: 5, Payload: []byte("p4")})
+	c = cc.claim(380, "w3")
+	cc.cancel(390, "j4")
+	cc.extend(400, "w3", &c)
+	cc.deliver(410, "w3", c, "finish", 0)
+	cc.settle(410, "w3", c, "finish", 0)
+
+	cc.purge(420, 375, leaseq.StatusQuarantined)
+	cc.reenqueue(430, leaseq.Job{ID: "j3", Qty: 6, Payload: []byte("p3 again")})
+	c = cc.claim(440, "w1")
+	cc.deliver(450, "w1", c, "finish", 0)
+	cc.settle(450, "w1", c, "finish", 0)
+	cc.cancel(460, "j1")
+	cc.exit("w1", "w3", chaosOperatorName)
+	return cc
+}
+
+// lostLineCase is a history in which a killed process may have made one
+// call without a line, for the cases where that call explains what
+// followed. lose builds it; with kill false the process is not killed, and
+// the same history is a violation.
+type lostLineCase struct {
+	name string
+	lose func(cc *checkerCase, kill bool)
+	// unlogged is the kind of call the checker must count as unlogged;
+	// want the violation it must report without the kill.
+	unlogged, want string
+}
+
+// loseLine drops the last line name wrote and kills it, or, with kill
+// false, lets it exit normally.
+func (cc *checkerCase) loseLine(name, ev, job string, token int64, kill bool) {
+	cc.drop(name, ev, job, token)
+	if kill {
+		cc.kill(name)
+	} else {
+		cc.exit(name)
+	}
+}
+
+var lostLineCases = []lostLineCase{
+	{"release line lost by a killed worker", func(cc *checkerCase, kill bool) {
+		// w1 releases k1 at 10 without a line; w2's claim at 20, inside
+		// the lease w1's claim logged, needs that release.
+		cc.enqueue(0, leaseq.Job{ID: "k1", Qty: 1, Payload: []byte("k1")})
+		c := cc.claim(0, "w1")
+		cc.deliver(10, "w1", c, "release", 0)
+		cc.settle(10, "w1", c, "release", 0)
+		cc.loseLine("w1", "release", "k1", 1, kill)
+		c = cc.claim(20, "w2")
+		cc.deliver(30, "w2", c, "finish", 0)
+		cc.settle(30, "w2", c, "finish", 0)
+		cc.exit("w2")
+	}, "release", "overlap"},
+	{"extend line lost by a killed worker", func(cc *checkerCase, kill bool) {
+		// k1 has one attempt; w1 extends it at 100 without a line, and
+		// the sweep at 260 quarantines it with the lease end 250 that
+		// only the extension explains.
+		cc.enqueue(0, leaseq.Job{ID: "k1", Qty: 1, Payload: []byte("k1"), MaxAttempts: 1})
+		c := cc.claim(0, "w1")
+		cc.extend(100, "w1", &c)
+		cc.loseLine("w1", "extend", "k1", 1, kill)
+		cc.sweep(260)
+	}, "extend", "lease_until is"},
+	{"cancel line lost by a killed operator", func(cc *checkerCase, kill bool) {
+		// op cancels k1 at 10 without a line; w1's refused extension at
+		// 20, inside its lease, and the row's reason need that cancel.
+		cc.enqueue(0, leaseq.Job{ID: "k1", Qty: 1, Payload: []byte("k1")})
+		c := cc.claim(0, "w1")
+		cc.cancel(10, "k1")
+		cc.loseLine(chaosOperatorName, "cancel", "k1", 0, kill)
+		cc.extend(20, "w1", &c)
+		cc.exit("w1")
+	}, "cancel", "while its lease was live"},
+	{"claim line lost, then swept and purged", func(cc *checkerCase, kill bool) {
+		// k1 has one attempt; w1's claim at 0 has no line, the sweep at
+		// 150 quarantines k1 and the purge at 200 deletes it: only the
+		// probe after the run shows that token 1 was handed out.
+		cc.enqueue(0, leaseq.Job{ID: "k1", Qty: 1, Payload: []byte("k1"), MaxAttempts: 1})
+		cc.claim(0, "w1")
+		cc.loseLine("w1", "claim", "k1", 1, kill)
+		cc.sweep(150)
+		cc.purge(200, 160, leaseq.StatusQuarantined)
+		cc.exit(chaosOperatorName)
+	}, "claim", "no killed incarnation left"},
+	{"enqueue line lost by a killed operator", func(cc *checkerCase, kill bool) {
+		// op enqueues k1 again at 30 without a line; the claim at 40 and
+		// the row need that enqueue.
+		cc.enqueue(0, leaseq.Job{ID: "k1", Qty: 1, Payload: []byte("k1")})
+		c := cc.claim(0, "w1")
+		cc.deliver(10, "w1", c, "finish", 0)
+		cc.settle(10, "w1", c, "finish", 0)
+		cc.purge(20, 15, leaseq.StatusDone)
+		cc.reenqueue(30, leaseq.Job{ID: "k1", Qty: 2, Payload: []byte("k1 again")})
+		cc.loseLine(chaosOperatorName, "enqueue", "k1", 0, kill)
+		c = cc.claim(40, "w1")
+		cc.deliver(50, "w1", c, "finish", 0)
+		cc.settle(50, "w1", c, "finish", 0)
+		cc.exit("w1")
+	}, "", "the row holds payload"},
+}
+
+// checkerViolations are tamperings of newCheckerCase, each a kind of
+// violation checkHistory must report with a message containing want.
+var checkerViolations = []struct {
+	name, want string
+	tamper     func(cc *checkerCase)
+}{
+	{"claim line lost without a kill", "no killed incarnation left", func(cc *checkerCase) {
+		cc.drop("w2", "claim", "j2", 1)
+		cc.incs[1].killed = false
+		cc.exit("w2")
+	}},
+	{"finish line lost without a kill", "no accepted finish", func(cc *checkerCase) {
+		cc.drop("w1", "finish", "j2", 2)
+	}},
+	{"overlapping claims", "overlap", func(cc *checkerCase) {
+		e := cc.edit("w1", "claim", "j2", 2)
+		e.At, e.T0, e.T1, e.LeaseUntil = e.At-10, e.T0-10, e.T1-10, e.LeaseUntil-10
+	}},
+	{"lease_until not min(at+lease, deadline)", "want min(at+lease, deadline)", func(cc *checkerCase) {
+		cc.edit("w1", "claim", "j1", 1).LeaseUntil++
+	}},
+	{"finish accepted at lease end", "but its lease ended at", func(cc *checkerCase) {
+		e := cc.edit("w1", "finish", "j1", 1)
+		e.At, e.T0, e.T1 = unixAt(150), unixAt(150), unixAt(150)
+	}},
+	{"finish refused while the lease was live", "while its lease was live", func(cc *checkerCase) {
+		cc.edit("w1", "finish", "j1", 1).OK = false
+	}},
+	{"a stale finish accepted", "accepted finish of token 1", func(cc *checkerCase) {
+		cc.append("w2", histEvent{Ev: "finish", Job: "j2", Owner: "w2", Token: 1, OK: true, instant: exactlyAt(25)})
+	}},
+	{"a token handed out twice", "handed out twice", func(cc *checkerCase) {
+		e := *cc.edit("w2", "claim", "j2", 1)
+		e.Job = "j1"
+		cc.append("w2", e)
+	}},
+	{"attempt not counting claims", "has attempt", func(cc *checkerCase) {
+		cc.edit("w1", "claim", "j1", 1).Attempt = 2
+	}},
+	{"a job stuck", "stuck", func(cc *checkerCase) {
+		cc.enqueue(470, leaseq.Job{ID: "j9", Qty: 1})
+	}},
+	{"a job lost", "lost", func(cc *checkerCase) {
+		cc.jobs = append(cc.jobs, leaseq.Job{ID: "j8", Qty: 1})
+	}},
+	{"done but never delivered", "never delivered", func(cc *checkerCase) {
+		cc.rcv.deliveries = cc.rcv.deliveries[1:]
+		delete(cc.rcv.qty, jobKey("j1", "p1"))
+		cc.rcv.total -= 2
+	}},
+	{"a delivery without a claim", "has no logged claim", func(cc *checkerCase) {
+		cc.rcv.deliveries = append(cc.rcv.deliveries, delivery{job: "j1", payload: "p1", owner: "w3", plan: "finish", token: 1, qty: 2})
+	}},
+	{"receiver total off", "receiver total", func(cc *checkerCase) {
+		cc.rcv.total++
+	}},
+	{"an extend with a stale token accepted", "extend of token 1 by w2 accepted at", func(cc *checkerCase) {
+		cc.append("w2", histEvent{Ev: "extend", Job: "j2", Owner: "w2", Token: 1, Lease: chaosLease.Milliseconds(), OK: true,
+			LeaseUntil: unixAt(350), instant: exactlyAt(200)})
+	}},
+	{"an extend past the deadline", "past its deadline", func(cc *checkerCase) {
+		cc.edit("w3", "extend", "j3", 1).LeaseUntil = unixAt(450)
+	}},
+	{"an extend accepted after Cancel", "the job was cancelled at", func(cc *checkerCase) {
+		e := cc.edit("w3", "extend", "j4", 1)
+		e.OK, e.LeaseUntil = true, unixAt(550)
+	}},
+	{"a finish accepted after Cancel", "finish of token 1 by w3 accepted at 1767225600410, but the job was cancelled", func(cc *checkerCase) {
+		cc.edit("w3", "finish", "j4", 1).OK = true
+	}},
+	{"a release refused while the lease was live", "release of token 1 refused", func(cc *checkerCase) {
+		cc.edit("w3", "release", "j3", 1).OK = false
+	}},
+	{"a claim before the release delay ended", "delayed it by 50ms", func(cc *checkerCase) {
+		e := cc.edit("w1", "claim", "j3", 2)
+		e.At, e.T0, e.T1 = unixAt(340), unixAt(340), unixAt(340)
+	}},
+	{"a call accepted after a refusal of the same claim", "after extend of the same claim was refused", func(cc *checkerCase) {
+		cc.edit("w3", "finish", "j4", 1).OK = true
+	}},
+	{"a claim from before a purge accepted after the re-enqueue", "the job was purged and enqueued again at", func(cc *checkerCase) {
+		cc.append("w3", histEvent{Ev: "fail", Job: "j3", Owner: "w3", Token: 1, OK: true, Reason: chaosFailReason("j3", 1), instant: exactlyAt(435)})
+	}},
+	{"a re-enqueued job whose tokens restart", "tokens do not continue", func(cc *checkerCase) {
+		e := cc.edit("w1", "claim", "j3", 3)
+		e.Token, e.Attempt = 1, 1
+	}},
+	{"a cancel accepted after the job ended", "cancel accepted at", func(cc *checkerCase) {
+		e := cc.edit(chaosOperatorName, "cancel", "j1", 0)
+		e.OK, e.Err = true, ""
+	}},
+	{"a cancel refused while the job was leased", "cancel refused (invalid)", func(cc *checkerCase) {
+		cc.append(chaosOperatorName, histEvent{Ev: "cancel", Job: "j4", Owner: chaosOperatorName, Reason: "late", Err: "invalid", instant: exactlyAt(385)})
+	}},
+	{"a refused cancel that changed the row", "which no accepted call explains", func(cc *checkerCase) {
+		e := cc.edit(chaosOperatorName, "cancel", "j4", 0)
+		e.OK, e.Err = false, "invalid"
+	}},
+	{"a purge of a job not ended before its instant", "no purge could have deleted it", func(cc *checkerCase) {
+		cc.drop("w1", "fail", "j3", 2)
+	}},
+	{"a purge deleting fewer than listed", "fewer than", func(cc *checkerCase) {
+		cc.edit(chaosOperatorName, "purge", "", 0).Deleted = 0
+	}},
+	{"a purged ID refused as a duplicate", "refused as duplicate", func(cc *checkerCase) {
+		e := cc.edit(chaosOperatorName, "enqueue", "j3", 0)
+		e.OK, e.Err = false, "duplicate"
+	}},
+	{"a row that is not the last enqueue", "the row holds payload", func(cc *checkerCase) {
+		cc.edit(chaosOperatorName, "enqueue", "j3", 0).Payload = "p3 once more"
+	}},
+	{"a reading outside its call", "outside its call", func(cc *checkerCase) {
+		cc.edit("w1", "finish", "j1", 1).T1 = unixAt(5)
+	}},
+	{"accepted when its whole window was past the lease", "accepted at [1767225600150, 1767225600160]", func(cc *checkerCase) {
+		e := cc.edit("w1", "finish", "j1", 1)
+		e.At, e.T0, e.T1 = 0, unixAt(150), unixAt(160)
+	}},
+	{"refused when its whole window was before the cancel", "refused at [1767225600381, 1767225600389]", func(cc *checkerCase) {
+		e := cc.edit("w3", "extend", "j4", 1)
+		e.At, e.T0, e.T1 = 0, unixAt(381), unixAt(389)
+	}},
 }
 
 // TestChaosCheckerCatches feeds checkHistory a clean history, histories
-// with the loss a kill may cause (which it must accept), and histories
-// with each kind of violation (which it must report).
+// with the loss a kill may cause (which it must accept) and the same
+// losses without a kill (which it must not), calls judged by their
+// real-time window only, and histories with each kind of violation.
 func TestChaosCheckerCatches(t *testing.T) {
 	t.Run("clean", func(t *testing.T) {
+		t.Parallel()
 		rep := newCheckerCase(t).check(t)
-		if len(rep.violations) != 0 || rep.done != 2 || rep.claims != 3 || rep.accepted != 2 {
-			t.Fatalf("got %+v, want no violations, 2 done, 3 claims, 2 accepted", rep)
+		if len(rep.violations) != 0 || rep.jobs != 5 || rep.reenqueued != 1 || rep.done != 3 || rep.quarantined != 1 ||
+			rep.purged != 1 || rep.claims != 7 || rep.accepted["finish"] != 3 || rep.refused["finish"] != 1 ||
+			rep.accepted["extend"] != 1 || rep.refused["extend"] != 1 || rep.accepted["release"] != 1 ||
+			rep.accepted["fail"] != 1 || rep.accepted["cancel"] != 1 || rep.refused["cancel"] != 1 || rep.purges != 1 ||
+			rep.deleted != 1 || rep.deliveries != 4 || rep.failed != 2 {
+			t.Fatalf("got %+v, want no violations and the figures of the case", rep)
 		}
 	})
 	t.Run("claim line lost by a killed worker", func(t *testing.T) {
+		t.Parallel()
 		cc := newCheckerCase(t)
-		cc.drop(1, "claim", "j2", 1)
+		cc.drop("w2", "claim", "j2", 1)
 		rep := cc.check(t)
 		if len(rep.violations) != 0 || rep.unloggedClaims != 1 {
 			t.Fatalf("got %+v, want no violations and 1 unlogged claim", rep)
 		}
 	})
 	t.Run("finish line lost by a killed worker", func(t *testing.T) {
+		t.Parallel()
 		cc := newCheckerCase(t)
-		cc.drop(0, "finish", "j2", 2)
-		cc.drop(0, "exit", "", 0)
-		cc.incs[0].killed = true
+		cc.drop("w1", "exit", "", 0)
+		cc.loseLine("w1", "finish", "j3", 3, true)
 		rep := cc.check(t)
-		if len(rep.violations) != 0 || rep.unloggedFinishes != 1 {
+		if len(rep.violations) != 0 || rep.unlogged["finish"] != 1 {
 			t.Fatalf("got %+v, want no violations and 1 unlogged finish", rep)
 		}
 	})
-	violations := []struct {
-		name, want string
-		tamper     func(cc *checkerCase)
-	}{
-		{"claim line lost without a kill", "no killed incarnation left", func(cc *checkerCase) {
-			cc.drop(1, "claim", "j2", 1)
-			cc.incs[1].killed = false
-			cc.hist[1] = append(cc.hist[1], histEvent{Ev: "exit", Owner: "w2"})
-		}},
-		{"finish line lost without a kill", "no accepted finish", func(cc *checkerCase) {
-			cc.drop(0, "finish", "j2", 2)
-		}},
-		{"overlapping claims", "overlap", func(cc *checkerCase) {
-			e := cc.edit(0, "claim", "j2", 2)
-			e.At, e.LeaseUntil = e.At-10, e.LeaseUntil-10
-		}},
-		{"lease_until not min(at+lease, deadline)", "want min(at+lease, deadline)", func(cc *checkerCase) {
-			cc.edit(0, "claim", "j1", 1).LeaseUntil++
-		}},
-		{"accepted at lease end", "accepted must be exactly", func(cc *checkerCase) {
-			e := cc.edit(0, "finish", "j1", 1)
-			e.At = cc.edit(0, "claim", "j1", 1).LeaseUntil
-		}},
-		{"refused while the lease was live", "accepted must be exactly", func(cc *checkerCase) {
-			cc.edit(0, "finish", "j1", 1).OK = false
-		}},
-		{"a stale token accepted", "accepted finish of token 1", func(cc *checkerCase) {
-			cc.hist[1] = append(cc.hist[1], histEvent{Ev: "finish", Job: "j2", Owner: "w2", Token: 1, OK: true,
-				At: cc.edit(1, "claim", "j2", 1).At + 5})
-		}},
-		{"a token handed out twice", "handed out twice", func(cc *checkerCase) {
-			e := *cc.edit(1, "claim", "j2", 1)
-			e.Job = "j1"
-			cc.hist[1] = append(cc.hist[1], e)
-		}},
-		{"attempt not equal to token", "has attempt", func(cc *checkerCase) {
-			cc.edit(0, "claim", "j1", 1).Attempt = 2
-		}},
-		{"a job stuck", "stuck", func(cc *checkerCase) {
-			j := leaseq.Job{ID: "j3", Qty: 1}
-			cc.f.enqueue(j)
-			cc.jobs = append(cc.jobs, j)
-		}},
-		{"a job lost", "no row: lost", func(cc *checkerCase) {
-			cc.jobs = append(cc.jobs, leaseq.Job{ID: "j4", Qty: 1})
-		}},
-		{"done but never delivered", "never delivered", func(cc *checkerCase) {
-			cc.rcv.deliveries = cc.rcv.deliveries[1:]
-			delete(cc.rcv.qty, "j1")
-			cc.rcv.total -= 2
-		}},
-		{"a delivery without a claim", "has no logged claim", func(cc *checkerCase) {
-			cc.rcv.deliveries = append(cc.rcv.deliveries, delivery{job: "j1", owner: "w3", token: 1, qty: 2})
-		}},
-		{"receiver total off", "receiver total", func(cc *checkerCase) {
-			cc.rcv.total++
-		}},
-	}
-	for _, v := range violations {
-		t.Run(v.name, func(t *testing.T) {
-			cc := newCheckerCase(t)
-			v.tamper(cc)
-			rep := cc.check(t)
-			for _, got := range rep.violations {
-				if strings.Contains(got, v.want) {
-					return
-				}
+	t.Run("a window straddling the lease end", func(t *testing.T) {
+		t.Parallel()
+		cc := newCheckerCase(t)
+		e := cc.edit("w1", "finish", "j1", 1)
+		e.At, e.T0, e.T1 = 0, unixAt(5), unixAt(160)
+		e = cc.edit("w3", "extend", "j4", 1)
+		e.At, e.T0, e.T1 = 0, unixAt(385), unixAt(395)
+		if rep := cc.check(t); len(rep.violations) != 0 {
+			t.Fatalf("violations: %q; want none: each call may have run where its answer was right", rep.violations)
+		}
+	})
+	t.Run("a purged ID whose tokens do not continue after the run", func(t *testing.T) {
+		t.Parallel()
+		cc := newCase(t)
+		cc.enqueue(0, leaseq.Job{ID: "k1", Qty: 1, Payload: []byte("k1")})
+		c := cc.claim(0, "w1")
+		cc.deliver(10, "w1", c, "finish", 0)
+		cc.settle(10, "w1", c, "finish", 0)
+		cc.purge(20, 15, leaseq.StatusDone)
+		cc.exit("w1", chaosOperatorName)
+		cc.edit("w1", "claim", "k1", 1).Token = 2
+		wantViolation(t, cc.check(t), "after the run, its first claim got token 2, but the purged job's tokens had reached 2")
+	})
+	for _, c := range lostLineCases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cc := newCase(t)
+			c.lose(cc, true)
+			if rep := cc.check(t); len(rep.violations) != 0 || c.unlogged != "" && rep.unlogged[c.unlogged] != 1 {
+				t.Fatalf("got %+v, want no violations and 1 unlogged %s", rep, c.unlogged)
 			}
-			t.Fatalf("violations: %q; want one containing %q", rep.violations, v.want)
+		})
+		t.Run(c.name+" without a kill", func(t *testing.T) {
+			t.Parallel()
+			cc := newCase(t)
+			c.lose(cc, false)
+			wantViolation(t, cc.check(t), c.want)
 		})
 	}
+	for _, v := range checkerViolations {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			cc := newCheckerCase(t)
+			v.tamper(cc)
+			wantViolation(t, cc.check(t), v.want)
+		})
+	}
+}
+
+func wantViolation(t *testing.T, rep chaosReport, want string) {
+	t.Helper()
+	for _, got := range rep.violations {
+		if strings.Contains(got, want) {
+			return
+		}
+	}
+	t.Fatalf("violations: %q; want one containing %q", rep.violations, want)
 }
