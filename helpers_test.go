@@ -31,7 +31,13 @@ type fixture struct {
 // newFixture opens a queue in t.TempDir() at t0.
 func newFixture(t *testing.T, opts leaseq.Options) *fixture {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "q.db")
+	return openFixture(t, filepath.Join(t.TempDir(), "q.db"), opts)
+}
+
+// openFixture opens a queue on the database file at path, which may exist
+// already, with a manual clock at t0 unless opts has a clock.
+func openFixture(t *testing.T, path string, opts leaseq.Options) *fixture {
+	t.Helper()
 	db, err := leaseq.Open(path)
 	if err != nil {
 		t.Fatal(err)
