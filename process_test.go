@@ -727,15 +727,15 @@ func TestProcessRecordsDelivery(t *testing.T) {
 			t.Run(fmt.Sprintf("DisableGroupCommit=%v/%s", noGroup, end), func(t *testing.T) {
 				f := newFixture(t, leaseq.Options{DisableGroupCommit: noGroup})
 				f.enqueue(leaseq.Job{ID: "order-1", Qty: 2})
+				var ctx context.Context
 				ctx, cancel := context.WithCancel(f.ctx)
-				if end == "deadline" {
-					ctx, cancel = context.WithTimeout(f.ctx, 20*time.Millisecond)
-				}
 				defer cancel()
+				if end == "deadline" {
+					ending := &endingContext{Context: f.ctx, done: make(chan struct{})}
+					ctx, cancel = ending, ending.end
+				}
 				res, err := f.q.Process(ctx, "A", time.Minute, func(sendCtx context.Context, c leaseq.Claim) error {
-					if end == "cancelled" {
-						cancel()
-					}
+					cancel()
 					<-sendCtx.Done() // the delivery was made; the caller is going away
 					return nil
 				})
@@ -749,5 +749,27 @@ func TestProcessRecordsDelivery(t *testing.T) {
 					MaxAttempts: 3, LeaseUntil: ms(60_000), EnqueuedAt: ms(0), UpdatedAt: ms(0)})
 			})
 		}
+	}
+}
+
+// endingContext is a context whose deadline passes when end is called, so
+// that a test can let a caller's deadline pass at an exact point of a call
+// instead of guessing how long the call before it takes.
+type endingContext struct {
+	context.Context
+	done chan struct{}
+	once sync.Once
+}
+
+func (c *endingContext) Deadline() (time.Time, bool) { return time.Now().Add(time.Hour), true }
+func (c *endingContext) Done() <-chan struct{}       { return c.done }
+func (c *endingContext) end()                        { c.once.Do(func() { close(c.done) }) }
+
+func (c *endingContext) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
 	}
 }
