@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/leaseq/leaseq"
 )
@@ -419,7 +422,11 @@ func TestManyQueuesOneDB(t *testing.T) {
 				defer q.Close()
 				qs[i] = q
 			}
-			const workers, jobs = 4, 50
+			const workers = 4
+			jobs := 50
+			if noGroup {
+				jobs = 15 // a commit per call: keep the file's fsyncs to a few seconds
+			}
 			run := func(work func(q *leaseq.Queue, qi, w int) error) {
 				t.Helper()
 				var wg sync.WaitGroup
@@ -491,6 +498,37 @@ func TestManyQueuesOneDB(t *testing.T) {
 					t.Fatalf("queue %s: Stats %s, want %d done and nothing else", q.Name(), fmtStats(st), want)
 				}
 			}
+		})
+	}
+}
+
+// TestMissingDirectoryFailsPromptly: when no connection can be opened any
+// more — the database's directory was removed — every call gets that error
+// at once, with group commit on or off, and the committer does not spin
+// (rule 24).
+func TestMissingDirectoryFailsPromptly(t *testing.T) {
+	defer leaseq.SetWriteConnIdle(5 * time.Millisecond)()
+	for _, noGroup := range []bool{false, true} {
+		t.Run(fmt.Sprintf("DisableGroupCommit=%v", noGroup), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "gone")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			f := openFixture(t, filepath.Join(dir, "q.db"), leaseq.Options{DisableGroupCommit: noGroup})
+			f.db.SetMaxIdleConns(0) // every call needs a new connection
+			f.enqueue(leaseq.Job{ID: "a"})
+			c := f.mustClaim("A", time.Hour)
+			waitFor(t, promptly, "the write connection to be given back", func() bool { return f.db.Stats().OpenConnections == 0 })
+			if err := os.RemoveAll(dir); err != nil {
+				t.Fatal(err)
+			}
+			for name, call := range everyCall(f.db, c) {
+				err := within(t, promptly, name+" with the directory gone", func() error { return call(context.Background(), f.q) })
+				if sqliteCode(err) != sqlite3.SQLITE_CANTOPEN {
+					t.Fatalf("%s with the directory gone: %v, want SQLITE_CANTOPEN", name, err)
+				}
+			}
+			waitFor(t, promptly, "the committer to stop", func() bool { return committers() == 0 })
 		})
 	}
 }

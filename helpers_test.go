@@ -11,8 +11,8 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
-// t0 is the instant every test's ManualClock starts at: the SPEC timeline's
-// "0ms".
+// t0 is the instant every test's ManualClock starts at: the "0ms" of the
+// timeline at the top of README.
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // ms is the instant t0 + n milliseconds.
@@ -126,7 +126,7 @@ func (f *fixture) wantRow(want leaseq.State) {
 }
 
 // fmtState prints a row with times as milliseconds after t0, so failures
-// read like the SPEC timeline. It prints every field of State but the two
+// read like README's timeline. It prints every field of State but the two
 // bookkeeping times (see fmtRow), so that a model of the queue that does not
 // track them can be compared with it. A Queue of "" prints as the default
 // name, which is what "" means everywhere in the API.

@@ -424,6 +424,8 @@ func TestRelease(t *testing.T) {
 		f.enqueue(leaseq.Job{ID: "a", Deadline: ms(1000)})
 		c := f.mustClaim("A", time.Second)
 		f.at(300).release(c, 700*time.Millisecond, "retry later")
+		// The rules do not say what lease end and run_at a job quarantined by
+		// Release shows; every other field is compared.
 		got := f.get("a")
 		f.wantReason(leaseq.State{ID: "a", Status: leaseq.StatusQuarantined, Owner: "A", Token: 1, Attempts: 1,
 			MaxAttempts: 3, LeaseUntil: got.LeaseUntil, Deadline: ms(1000), RunAt: got.RunAt,
