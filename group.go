@@ -347,6 +347,9 @@ func (g *group) putBack(ops []*groupOp) {
 			close(op.done)
 			continue
 		}
+		if op.ran {
+			op.idle = nil // as in writeTx: its results must come from a try that commits
+		}
 		op.state, op.err, op.ran = opWaiting, nil, false
 		back = append(back, op)
 	}
