@@ -676,7 +676,7 @@ func TestPurgeInChunks(t *testing.T) {
 		perCommit = append(perCommit, deletes)
 		deletes = 0
 		return 0
-	})
+	}, nil)
 	got := f.at(10).purge(ms(10))
 	if got != n {
 		t.Fatalf("Purge of %d done jobs: returned %d", n, got)
@@ -693,11 +693,12 @@ func TestPurgeInChunks(t *testing.T) {
 	}
 }
 
-// setHooks installs the pre-update and commit hooks on one pooled connection
-// of db (with SetMaxOpenConns(1), the only one) until the test ends.
-func setHooks(t *testing.T, db *sql.DB, update sqlite.PreUpdateHookFn, commit sqlite.CommitHookFn) {
+// setHooks installs the pre-update, commit and rollback hooks (nil: none)
+// on one pooled connection of db (with SetMaxOpenConns(1), the only one)
+// until the test ends.
+func setHooks(t *testing.T, db *sql.DB, update sqlite.PreUpdateHookFn, commit sqlite.CommitHookFn, rollback sqlite.RollbackHookFn) {
 	t.Helper()
-	set := func(update sqlite.PreUpdateHookFn, commit sqlite.CommitHookFn) {
+	set := func(update sqlite.PreUpdateHookFn, commit sqlite.CommitHookFn, rollback sqlite.RollbackHookFn) {
 		conn, err := db.Conn(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -707,14 +708,15 @@ func setHooks(t *testing.T, db *sql.DB, update sqlite.PreUpdateHookFn, commit sq
 			h := dc.(sqlite.HookRegisterer)
 			h.RegisterPreUpdateHook(update)
 			h.RegisterCommitHook(commit)
+			h.RegisterRollbackHook(rollback)
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	set(update, commit)
-	t.Cleanup(func() { set(nil, nil) })
+	set(update, commit, rollback)
+	t.Cleanup(func() { set(nil, nil, nil) })
 }
 
 // TestPurgeKeepsTokens: a purged ID enqueued again continues the purged

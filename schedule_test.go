@@ -2,12 +2,16 @@ package leaseq_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"modernc.org/sqlite"
 
 	"github.com/leaseq/leaseq"
 )
@@ -604,4 +608,81 @@ func TestList(t *testing.T) {
 			t.Fatalf("the page after j0999: %d jobs, want 5", len(got))
 		}
 	})
+}
+
+// TestIdleAfterRolledBackClaim: a Claim whose transaction ran but did not
+// commit (its COMMIT got SQLITE_BUSY because a reader held the file) is
+// tried again; when by then there is nothing to claim, it must answer
+// "nothing" — not hand out the claim of the transaction that was rolled
+// back, which nobody holds. While the claim's UPDATE runs, a pre-update
+// hook moves the clock back to before the job's run_at; a reader holds the
+// file until the failed COMMIT has been rolled back. The queue's database
+// has a plain DSN, so that COMMIT fails at once.
+func TestIdleAfterRolledBackClaim(t *testing.T) {
+	for _, noGroup := range []bool{false, true} {
+		t.Run(fmt.Sprintf("DisableGroupCommit=%v", noGroup), func(t *testing.T) {
+			f := newFixture(t, leaseq.Options{})
+			f.enqueue(leaseq.Job{ID: "a", RunAt: ms(500)})
+			db, err := sql.Open("sqlite", "file:"+f.path) // no busy timeout
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			db.SetMaxOpenConns(1) // the hooks are on the only connection
+			f.at(500)
+			q, err := leaseq.New(f.ctx, db, leaseq.Options{Clock: f.clock, DisableGroupCommit: noGroup})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer q.Close()
+
+			reader, err := rawDB(t, f.path).Conn(f.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer reader.Close()
+			if _, err := reader.ExecContext(f.ctx, "BEGIN"); err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			if err := reader.QueryRowContext(f.ctx, "SELECT count(*) FROM leaseq_jobs").Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			var writes atomic.Int32
+			rolledBack := make(chan struct{})
+			var once sync.Once
+			setHooks(t, db, func(sqlite.SQLitePreUpdateData) {
+				if writes.Add(1) == 1 {
+					f.clock.Set(ms(499))
+				}
+			}, nil, func() { once.Do(func() { close(rolledBack) }) })
+			readerDone := make(chan error, 1)
+			go func() {
+				select {
+				case <-rolledBack:
+				case <-time.After(promptly):
+				}
+				_, err := reader.ExecContext(context.Background(), "ROLLBACK")
+				readerDone <- err
+			}()
+
+			ctx, cancel := context.WithTimeout(f.ctx, promptly)
+			defer cancel()
+			c, ok, err := q.Claim(ctx, "A", time.Second)
+			if err := <-readerDone; err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-rolledBack:
+			default:
+				t.Fatalf("setup: no transaction of the queue was rolled back (%d rows written); Claim: %+v %v %v", writes.Load(), c, ok, err)
+			}
+			if ok || err != nil {
+				t.Fatalf("Claim: got %+v, %v, %v; want nothing (its transaction was rolled back, and at 499 the job is not due); rows:\n%s",
+					c, ok, err, f.dump())
+			}
+			f.wantRow(leaseq.State{ID: "a", Status: leaseq.StatusPending, MaxAttempts: 3, RunAt: ms(500),
+				EnqueuedAt: ms(0), UpdatedAt: ms(0)})
+		})
+	}
 }
