@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -531,4 +532,50 @@ func TestMissingDirectoryFailsPromptly(t *testing.T) {
 			waitFor(t, promptly, "the committer to stop", func() bool { return committers() == 0 })
 		})
 	}
+}
+
+// TestQueuesShareOneGroup is the regression test of two Queues on one
+// *sql.DB fighting over the file lock (3.3 times slower than one): Queues of
+// different names on one *sql.DB put their calls in one group-commit list
+// and commit them together (rule 25). While another connection holds the
+// write lock, the calls of both Queues wait in the same list, and once it
+// is free they are committed in one transaction.
+func TestQueuesShareOneGroup(t *testing.T) {
+	f := newFixture(t, leaseq.Options{})
+	other := f.queue("other")
+	// The commit hook goes on the only connection. The write that follows
+	// gives back the one the queue kept (a pool this small is not pinned).
+	f.db.SetMaxOpenConns(1)
+	f.enqueue(leaseq.Job{ID: "a"})
+	c := f.mustClaim("A", time.Hour)
+	var commits atomic.Int32
+	setHooks(t, f.db, nil, func() int32 { commits.Add(1); return 0 }, nil)
+	release := f.lockFromOutside()
+	errs := make(chan error, 3)
+	go func() { errs <- f.q.Enqueue(f.ctx, leaseq.Job{ID: "b"}) }()
+	go func() { errs <- other.Enqueue(f.ctx, leaseq.Job{ID: "b"}) }()
+	go func() {
+		ok, err := other.Finish(f.ctx, c) // this claim is not other's: refused, but in the same list
+		if err == nil && ok {
+			err = errors.New("Finish through the other queue accepted a claim of the default queue")
+		}
+		errs <- err
+	}()
+	f.waitForGroupedCalls(3) // all three in the list of f.q's store
+	if n := other.WaitingCalls(); n != 3 {
+		t.Fatalf("the other Queue sees %d waiting calls, want the same 3", n)
+	}
+	release()
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := commits.Load(); n != 1 {
+		t.Fatalf("the three calls of two Queues took %d commits, want 1", n)
+	}
+	if s, err := other.Get(f.ctx, "b"); err != nil || s.Queue != "other" {
+		t.Fatalf("other's b: %s, %v", fmtRow(s), err)
+	}
+	f.get("b")
 }
