@@ -171,6 +171,24 @@ func TestReadOnlyDatabase(t *testing.T) {
 		if ok, err := q.Finish(ctx, c); sqliteCode(err) != sqlite3.SQLITE_READONLY || ok {
 			t.Errorf("Finish of the live claim: got %v, %v, want SQLITE_READONLY (an error, not a refusal)", ok, err)
 		}
+		if _, ok, err := q.Extend(ctx, c, time.Second); sqliteCode(err) != sqlite3.SQLITE_READONLY || ok {
+			t.Errorf("Extend of the live claim: got %v, %v, want SQLITE_READONLY (an error, not a refusal)", ok, err)
+		}
+		if ok, err := q.Release(ctx, c, 0, "r"); sqliteCode(err) != sqlite3.SQLITE_READONLY || ok {
+			t.Errorf("Release of the live claim: got %v, %v, want SQLITE_READONLY (an error, not a refusal)", ok, err)
+		}
+		if ok, err := q.Fail(ctx, c, "r"); sqliteCode(err) != sqlite3.SQLITE_READONLY || ok {
+			t.Errorf("Fail of the live claim: got %v, %v, want SQLITE_READONLY (an error, not a refusal)", ok, err)
+		}
+		if err := q.Cancel(ctx, "b", "r"); sqliteCode(err) != sqlite3.SQLITE_READONLY {
+			t.Errorf("Cancel: got %v, want SQLITE_READONLY", err)
+		}
+		if _, err := q.Purge(ctx, t0.Add(time.Hour), leaseq.StatusDone); sqliteCode(err) != sqlite3.SQLITE_READONLY {
+			t.Errorf("Purge: got %v, want SQLITE_READONLY", err)
+		}
+		if st, err := q.Stats(ctx); err != nil || st.Pending != 1 || st.Leased != 1 {
+			t.Errorf("Stats, a read: got %+v, %v, want one pending and one leased", st, err)
+		}
 		if s, err := q.Get(ctx, "a"); err != nil || s.Status != leaseq.StatusLeased {
 			t.Errorf("Get: got %s, %v, want the leased row", fmtState(s), err)
 		}

@@ -71,10 +71,13 @@ type groupOp struct {
 	// with the same idleKey (their Queue) share one answer.
 	idle    idleFunc
 	idleKey any
-	state   opState // guarded by group.mu
-	err     error   // the call's outcome, set before done is closed
-	ran     bool    // run was called in the current transaction
-	done    chan struct{}
+	// busy means idle, when last asked, found work to do; guarded by
+	// group.mu.
+	busy  bool
+	state opState // guarded by group.mu
+	err   error   // the call's outcome, set before done is closed
+	ran   bool    // run was called in the current transaction
+	done  chan struct{}
 }
 
 // opState is where a groupOp is; it decides whether the caller may still
@@ -192,7 +195,10 @@ func (s *store) commitGroup() (answered int) {
 				s.afterTx(wc)
 				return err
 			}
-			if !g.hasWaiting() {
+			if !g.needsWrite() {
+				// Only idle calls that came after the check are left: they
+				// are asked in the next round, never made to wait for the
+				// write lock on their own.
 				s.afterTx(wc)
 				return nil
 			}
@@ -231,8 +237,9 @@ func (s *store) commitGroup() (answered int) {
 
 // answerIdle asks the idle check of every waiting call that has one, once
 // per check (the calls of one Queue share it), and answers the calls found
-// idle, so that a group of idle Claims never takes the write lock. It
-// returns how many it answered.
+// idle, so that a group of idle Claims never takes the write lock. The
+// calls found busy are marked so (see needsWrite). It returns how many it
+// answered.
 func (g *group) answerIdle(ctx context.Context, db execer) (int, error) {
 	g.mu.Lock()
 	var probes []*groupOp
@@ -260,7 +267,8 @@ func (g *group) answerIdle(ctx context.Context, db execer) (int, error) {
 	defer g.mu.Unlock()
 	n := 0
 	for _, op := range probes {
-		if idle[op.idleKey] && op.state == opWaiting {
+		op.busy = !idle[op.idleKey]
+		if !op.busy && op.state == opWaiting {
 			op.state = opLeft
 			close(op.done)
 			n++
@@ -339,6 +347,9 @@ func (g *group) putBack(ops []*groupOp) {
 			close(op.done)
 			continue
 		}
+		if op.ran {
+			op.idle = nil // as in writeTx: its results must come from a try that commits
+		}
 		op.state, op.err, op.ran = opWaiting, nil, false
 		back = append(back, op)
 	}
@@ -359,6 +370,21 @@ func (g *group) deliver(ops []*groupOp, txErr error) int {
 		close(op.done)
 	}
 	return len(ops)
+}
+
+// needsWrite reports whether a waiting call needs the write transaction: it
+// has no idle check, or its check found work. A call whose check has not
+// been asked yet (it arrived after answerIdle looked) does not: it would
+// otherwise wait for the write lock although it may well be idle.
+func (g *group) needsWrite() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, op := range g.waiting {
+		if op.state == opWaiting && (op.idle == nil || op.busy) {
+			return true
+		}
+	}
+	return false
 }
 
 // hasWaiting reports whether any caller still waits in the list.

@@ -11,8 +11,8 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
-// t0 is the instant every test's ManualClock starts at: the SPEC timeline's
-// "0ms".
+// t0 is the instant every test's ManualClock starts at: the "0ms" of the
+// timeline at the top of README.
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // ms is the instant t0 + n milliseconds.
@@ -31,7 +31,13 @@ type fixture struct {
 // newFixture opens a queue in t.TempDir() at t0.
 func newFixture(t *testing.T, opts leaseq.Options) *fixture {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "q.db")
+	return openFixture(t, filepath.Join(t.TempDir(), "q.db"), opts)
+}
+
+// openFixture opens a queue on the database file at path, which may exist
+// already, with a manual clock at t0 unless opts has a clock.
+func openFixture(t *testing.T, path string, opts leaseq.Options) *fixture {
+	t.Helper()
 	db, err := leaseq.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -100,20 +106,43 @@ func (f *fixture) get(id string) leaseq.State {
 }
 
 // wantRow fails the test unless the row of want.ID equals want, printing
-// both.
+// both. A want with Queue "" means the fixture's queue. A want that leaves
+// both EnqueuedAt and UpdatedAt zero does not check those two (no stored row
+// has a zero time, so zero can only mean "not said"); tests written before
+// the columns existed rely on that, new ones should give both.
 func (f *fixture) wantRow(want leaseq.State) {
 	f.t.Helper()
+	if want.Queue == "" {
+		want.Queue = f.q.Name()
+	}
 	got := f.get(want.ID)
-	if fmtState(got) != fmtState(want) {
-		f.t.Fatalf("row %q:\n got  %s\n want %s", want.ID, fmtState(got), fmtState(want))
+	format := fmtState
+	if !want.EnqueuedAt.IsZero() || !want.UpdatedAt.IsZero() {
+		format = fmtRow
+	}
+	if format(got) != format(want) {
+		f.t.Fatalf("row %q:\n got  %s\n want %s", want.ID, fmtRow(got), fmtRow(want))
 	}
 }
 
 // fmtState prints a row with times as milliseconds after t0, so failures
-// read like the SPEC timeline.
+// read like README's timeline. It prints every field of State but the two
+// bookkeeping times (see fmtRow), so that a model of the queue that does not
+// track them can be compared with it. A Queue of "" prints as the default
+// name, which is what "" means everywhere in the API.
 func fmtState(s leaseq.State) string {
-	return fmt.Sprintf("{status=%s owner=%q token=%d attempts=%d/%d lease_until=%s deadline=%s qty=%d payload=%q reason=%q}",
-		s.Status, s.Owner, s.Token, s.Attempts, s.MaxAttempts, relMS(s.LeaseUntil), relMS(s.Deadline), s.Qty, s.Payload, s.Reason)
+	if s.Queue == "" {
+		s.Queue = leaseq.DefaultName
+	}
+	return fmt.Sprintf("{queue=%q status=%s owner=%q token=%d attempts=%d/%d lease_until=%s deadline=%s run_at=%s priority=%d qty=%d payload=%q reason=%q}",
+		s.Queue, s.Status, s.Owner, s.Token, s.Attempts, s.MaxAttempts, relMS(s.LeaseUntil), relMS(s.Deadline),
+		relMS(s.RunAt), s.Priority, s.Qty, s.Payload, s.Reason)
+}
+
+// fmtRow is fmtState with the enqueue and last-change times: every field
+// of State.
+func fmtRow(s leaseq.State) string {
+	return fmt.Sprintf("%s enqueued=%s updated=%s", fmtState(s), relMS(s.EnqueuedAt), relMS(s.UpdatedAt))
 }
 
 // relMS prints t as "+Nms" after t0, or "-" for the zero time.
@@ -124,9 +153,9 @@ func relMS(t time.Time) string {
 	return fmt.Sprintf("%+dms", t.Sub(t0).Milliseconds())
 }
 
-// dump prints every row of the queue, for failure messages.
+// dump prints every row of the fixture's queue, for failure messages.
 func (f *fixture) dump() string {
-	rows, err := f.db.Query("SELECT id FROM leaseq_jobs ORDER BY seq")
+	rows, err := f.db.Query("SELECT id FROM leaseq_jobs WHERE queue = ? ORDER BY seq", f.q.Name())
 	if err != nil {
 		return err.Error()
 	}
@@ -144,36 +173,73 @@ func (f *fixture) dump() string {
 			out += fmt.Sprintf("  %q: %v\n", id, err)
 			continue
 		}
-		out += fmt.Sprintf("  %q %s\n", id, fmtState(s))
+		out += fmt.Sprintf("  %q %s\n", id, fmtRow(s))
 	}
 	return out
 }
 
-// snapshot prints every column of every row, so a test can show that a
-// rejected call changed nothing at all, not just the row it named.
+// snapshot prints every column of every row of every queue, and the purged
+// IDs' last tokens, so a test can show that a rejected call changed nothing
+// at all — not just the row it named, and not just the columns State shows
+// (due_at and ready decide what Claim takes next). It selects *, so a column
+// added later is covered without a change here. This and dump are the only
+// places the tests read the queue's tables directly.
 func (f *fixture) snapshot() string {
 	f.t.Helper()
-	rows, err := f.db.Query(`SELECT seq, id, qty, hex(payload), status, owner, token, attempts, max_attempts,
-		ifnull(lease_until, 'NULL'), ifnull(deadline, 'NULL'), reason, created_at, updated_at
-		FROM leaseq_jobs ORDER BY seq`)
+	return snapshotDB(f.t, f.db)
+}
+
+// snapshotDB is snapshot for any database holding the queue's tables.
+func snapshotDB(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	out := ""
+	for _, query := range []string{
+		"SELECT * FROM leaseq_jobs ORDER BY seq",
+		"SELECT * FROM leaseq_purged ORDER BY queue, id",
+	} {
+		out += dumpQuery(t, db, query)
+	}
+	return out
+}
+
+// dumpQuery prints the rows of query, one line each, column by column with
+// its name; a BLOB prints quoted, NULL as NULL.
+func dumpQuery(t *testing.T, db *sql.DB, query string, args ...any) string {
+	t.Helper()
+	rows, err := db.Query(query, args...)
 	if err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
 	defer rows.Close()
-	out := ""
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := query + "\n"
 	for rows.Next() {
-		var v [14]string
-		p := make([]any, len(v))
+		v := make([]any, len(cols))
+		p := make([]any, len(cols))
 		for i := range v {
 			p[i] = &v[i]
 		}
 		if err := rows.Scan(p...); err != nil {
-			f.t.Fatal(err)
+			t.Fatal(err)
 		}
-		out += fmt.Sprintln(v)
+		line := " "
+		for i, c := range cols {
+			switch x := v[i].(type) {
+			case nil:
+				line += fmt.Sprintf(" %s=NULL", c)
+			case []byte:
+				line += fmt.Sprintf(" %s=%q", c, x)
+			default:
+				line += fmt.Sprintf(" %s=%v", c, x)
+			}
+		}
+		out += line + "\n"
 	}
 	if err := rows.Err(); err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return out
 }
@@ -183,5 +249,77 @@ func (f *fixture) unchanged(before, what string) {
 	f.t.Helper()
 	if after := f.snapshot(); after != before {
 		f.t.Fatalf("%s changed the table:\n got\n%s want\n%s", what, after, before)
+	}
+}
+
+// queue opens another Queue named name on the fixture's database and clock,
+// closed when the test ends.
+func (f *fixture) queue(name string) *leaseq.Queue {
+	f.t.Helper()
+	q, err := leaseq.New(f.ctx, f.db, leaseq.Options{Name: name, Clock: f.clock})
+	if err != nil {
+		f.t.Fatalf("New(Name %q): %v", name, err)
+	}
+	f.t.Cleanup(func() { q.Close() })
+	return q
+}
+
+// fencedCall is one of the calls that change a claimed job and are fenced
+// like Finish (rules 3 and 17–19 in README's "The rules"), reduced to its
+// answer.
+type fencedCall struct {
+	name string
+	call func(ctx context.Context, q *leaseq.Queue, c leaseq.Claim) (bool, error)
+}
+
+// fencedCalls are Finish, Extend, Release and Fail with ordinary arguments.
+// Extend must also hand back the claim it was given when it refuses; the
+// check is here so every test of the fence makes it.
+var fencedCalls = []fencedCall{
+	{"Finish", func(ctx context.Context, q *leaseq.Queue, c leaseq.Claim) (bool, error) {
+		return q.Finish(ctx, c)
+	}},
+	{"Extend", func(ctx context.Context, q *leaseq.Queue, c leaseq.Claim) (bool, error) {
+		got, ok, err := q.Extend(ctx, c, 5*time.Second)
+		if !ok && fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", c) {
+			return ok, fmt.Errorf("refused Extend returned %+v, want the claim unchanged %+v", got, c)
+		}
+		return ok, err
+	}},
+	{"Release", func(ctx context.Context, q *leaseq.Queue, c leaseq.Claim) (bool, error) {
+		return q.Release(ctx, c, 0, "released by the test")
+	}},
+	{"Fail", func(ctx context.Context, q *leaseq.Queue, c leaseq.Claim) (bool, error) {
+		return q.Fail(ctx, c, "failed by the test")
+	}},
+}
+
+// refusedEverywhere calls every fenced call with c on q at the fixture's
+// clock and fails the test unless each returns false with a nil error and
+// leaves the whole database as it was.
+func (f *fixture) refusedEverywhere(q *leaseq.Queue, c leaseq.Claim, why string) {
+	f.t.Helper()
+	before := f.snapshot()
+	for _, fc := range fencedCalls {
+		ok, err := fc.call(f.ctx, q, c)
+		if ok || err != nil {
+			f.t.Fatalf("%s (%s) at %s: got %v, %v; want false, nil; rows:\n%s",
+				fc.name, why, relMS(f.clock.Now()), ok, err, f.dump())
+		}
+		f.unchanged(before, fmt.Sprintf("refused %s (%s)", fc.name, why))
+	}
+}
+
+// waitFor polls cond until it holds, failing the test with what after
+// limit. It waits for something another goroutine or the pool does, never
+// for the queue's clock.
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: still waiting for %s", limit, what)
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }

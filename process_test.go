@@ -715,3 +715,61 @@ func TestProcessSendContextDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestProcessRecordsDelivery is rule 27 in README's "The rules", and the
+// regression test of the delivered job lost on shutdown: send delivered and
+// returned nil, but the caller's context ended meanwhile (a SIGTERM, or the
+// caller's own deadline). Process still records the job done, on a context
+// of its own, instead of leaving it leased until its lease runs out.
+func TestProcessRecordsDelivery(t *testing.T) {
+	for _, noGroup := range []bool{false, true} {
+		for _, end := range []string{"cancelled", "deadline"} {
+			t.Run(fmt.Sprintf("DisableGroupCommit=%v/%s", noGroup, end), func(t *testing.T) {
+				f := newFixture(t, leaseq.Options{DisableGroupCommit: noGroup})
+				f.enqueue(leaseq.Job{ID: "order-1", Qty: 2})
+				var ctx context.Context
+				ctx, cancel := context.WithCancel(f.ctx)
+				defer cancel()
+				if end == "deadline" {
+					ending := &endingContext{Context: f.ctx, done: make(chan struct{})}
+					ctx, cancel = ending, ending.end
+				}
+				res, err := f.q.Process(ctx, "A", time.Minute, func(sendCtx context.Context, c leaseq.Claim) error {
+					cancel()
+					<-sendCtx.Done() // the delivery was made; the caller is going away
+					return nil
+				})
+				if ctx.Err() == nil {
+					t.Fatal("the caller's context had not ended when Process returned")
+				}
+				if err != nil || !res.Claimed || !res.Finished {
+					t.Fatalf("Process after the caller's context ended: %+v, %v; want claimed and finished, nil error; rows:\n%s", res, err, f.dump())
+				}
+				f.wantRow(leaseq.State{ID: "order-1", Qty: 2, Status: leaseq.StatusDone, Owner: "A", Token: 1, Attempts: 1,
+					MaxAttempts: 3, LeaseUntil: ms(60_000), EnqueuedAt: ms(0), UpdatedAt: ms(0)})
+			})
+		}
+	}
+}
+
+// endingContext is a context whose deadline passes when end is called, so
+// that a test can let a caller's deadline pass at an exact point of a call
+// instead of guessing how long the call before it takes.
+type endingContext struct {
+	context.Context
+	done chan struct{}
+	once sync.Once
+}
+
+func (c *endingContext) Deadline() (time.Time, bool) { return time.Now().Add(time.Hour), true }
+func (c *endingContext) Done() <-chan struct{}       { return c.done }
+func (c *endingContext) end()                        { c.once.Do(func() { close(c.done) }) }
+
+func (c *endingContext) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}

@@ -678,7 +678,8 @@ func TestNew(t *testing.T) {
 	})
 	t.Run("refuses bad options", func(t *testing.T) {
 		f := newFixture(t, leaseq.Options{})
-		for _, o := range []leaseq.Options{{MaxAttempts: -1}, {MaxPayload: -1}} {
+		for _, o := range []leaseq.Options{{MaxAttempts: -1}, {MaxPayload: -1},
+			{MaxPayload: leaseq.MaxPayloadLimit + 1}, {Name: "a\x00"}, {Name: strings.Repeat("n", leaseq.MaxIDLen+1)}} {
 			if _, err := leaseq.New(ctx, f.db, o); !errors.Is(err, leaseq.ErrInvalid) {
 				t.Fatalf("New(%+v): got %v, want ErrInvalid", o, err)
 			}

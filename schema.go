@@ -81,8 +81,14 @@ var rollbackJournals = map[string]bool{"delete": true, "truncate": true, "persis
 // journalProblem says why the journal mode of the connection db is not one
 // the queue writes in, or returns "".
 func journalProblem(ctx context.Context, db execer) (string, error) {
+	// The table-valued form, not "PRAGMA journal_mode": the plain pragma
+	// reports the mode the connection last saw, and a pooled connection
+	// opened before another one switched the file to WAL still says
+	// "delete" until it reads the file again — its first write would then
+	// run in WAL. Selecting from pragma_journal_mode starts a read, which
+	// reads the file's header first.
 	var mode string
-	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+	if err := db.QueryRowContext(ctx, "SELECT journal_mode FROM pragma_journal_mode").Scan(&mode); err != nil {
 		return "", err
 	}
 	if !rollbackJournals[strings.ToLower(mode)] {

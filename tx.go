@@ -84,6 +84,10 @@ func (s *store) writeTx(ctx context.Context, idle idleFunc, fn txFunc) error {
 					return err
 				}
 			}
+			// Once fn has run, only a try that commits may answer: the
+			// results a rolled-back try left in fn's variables (a Claim's
+			// claims) must be overwritten, not returned by an idle answer.
+			idle = nil
 			return s.immediate(ctx, wc, fn)
 		})
 	})
