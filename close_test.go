@@ -231,7 +231,7 @@ func TestClosedDBFailsPromptly(t *testing.T) {
 					t.Fatalf("%s right after db.Close: %v, want the closed database's error", name, err)
 				}
 			}
-			waitFor(t, promptly, "the write connection to be given back", func() bool { return f.db.Stats().InUse == 0 })
+			waitUntil(t, promptly, "the write connection to be given back", func() bool { return f.db.Stats().InUse == 0 })
 			for name, call := range calls {
 				err := within(t, promptly, name+" after db.Close", func() error { return call(context.Background(), f.q) })
 				if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, leaseq.ErrClosed) {
@@ -253,7 +253,7 @@ func TestClosedDBFailsPromptly(t *testing.T) {
 					t.Fatalf("concurrent Enqueues after db.Close: no answer after %v", promptly)
 				}
 			}
-			waitFor(t, promptly, "the committer to stop", func() bool { return committers() == 0 })
+			waitUntil(t, promptly, "the committer to stop", func() bool { return committers() == 0 })
 			const window = 300 * time.Millisecond
 			cpu := cpuTime(t)
 			time.Sleep(window) // a measurement window, not a wait for an event
@@ -296,7 +296,7 @@ func TestClosedDBWhileWaitingForLock(t *testing.T) {
 		}
 	}
 	t.Logf("the waiting calls failed %v after db.Close", time.Since(start).Round(time.Millisecond))
-	waitFor(t, promptly, "the committer to stop", func() bool { return committers() == 0 })
+	waitUntil(t, promptly, "the committer to stop", func() bool { return committers() == 0 })
 }
 
 // TestInMemoryRefused: Open refuses "" and ":memory:", and New refuses a
@@ -388,7 +388,7 @@ func TestWALAfterNew(t *testing.T) {
 	if err := other.QueryRow("PRAGMA journal_mode=WAL").Scan(&mode); err != nil || mode != "wal" {
 		t.Fatalf("switching the file to WAL: %q, %v", mode, err)
 	}
-	waitFor(t, promptly, "the queue to give its write connection back", func() bool { return db.Stats().InUse == 0 })
+	waitUntil(t, promptly, "the queue to give its write connection back", func() bool { return db.Stats().InUse == 0 })
 	before := snapshotDB(t, other)
 	for _, call := range []struct {
 		name string
@@ -519,7 +519,7 @@ func TestMissingDirectoryFailsPromptly(t *testing.T) {
 			f.db.SetMaxIdleConns(0) // every call needs a new connection
 			f.enqueue(leaseq.Job{ID: "a"})
 			c := f.mustClaim("A", time.Hour)
-			waitFor(t, promptly, "the write connection to be given back", func() bool { return f.db.Stats().OpenConnections == 0 })
+			waitUntil(t, promptly, "the write connection to be given back", func() bool { return f.db.Stats().OpenConnections == 0 })
 			if err := os.RemoveAll(dir); err != nil {
 				t.Fatal(err)
 			}
@@ -529,7 +529,7 @@ func TestMissingDirectoryFailsPromptly(t *testing.T) {
 					t.Fatalf("%s with the directory gone: %v, want SQLITE_CANTOPEN", name, err)
 				}
 			}
-			waitFor(t, promptly, "the committer to stop", func() bool { return committers() == 0 })
+			waitUntil(t, promptly, "the committer to stop", func() bool { return committers() == 0 })
 		})
 	}
 }

@@ -851,11 +851,6 @@ func (r *fuzzRun) stats(qi int) {
 	}
 }
 
-func fmtStats(s leaseq.Stats) string {
-	return fmt.Sprintf("{pending=%d scheduled=%d leased=%d expired=%d done=%d quarantined=%d oldest_ready=%s}",
-		s.Pending, s.Scheduled, s.Leased, s.Expired, s.Done, s.Quarantined, relMS(s.OldestReady))
-}
-
 // list compares one List page of queue qi with the model's: the error, or
 // every row of the page in order.
 func (r *fuzzRun) list(qi int, f leaseq.Filter) {

@@ -310,16 +310,9 @@ func (f *fixture) refusedEverywhere(q *leaseq.Queue, c leaseq.Claim, why string)
 	}
 }
 
-// waitFor polls cond until it holds, failing the test with what after
-// limit. It waits for something another goroutine or the pool does, never
-// for the queue's clock.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: still waiting for %s", limit, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+
+// fmtStats prints Stats with OldestReady as milliseconds after t0.
+func fmtStats(st leaseq.Stats) string {
+	return fmt.Sprintf("{pending=%d scheduled=%d leased=%d expired=%d done=%d quarantined=%d oldest_ready=%s}",
+		st.Pending, st.Scheduled, st.Leased, st.Expired, st.Done, st.Quarantined, relMS(st.OldestReady))
 }

@@ -58,12 +58,6 @@ func stats(t *testing.T, q *leaseq.Queue) leaseq.Stats {
 	return st
 }
 
-// fmtStats prints Stats with OldestReady relative to t0.
-func fmtStats(st leaseq.Stats) string {
-	return fmt.Sprintf("{pending=%d scheduled=%d leased=%d expired=%d done=%d quarantined=%d oldest_ready=%s}",
-		st.Pending, st.Scheduled, st.Leased, st.Expired, st.Done, st.Quarantined, relMS(st.OldestReady))
-}
-
 // TestNamedQueuesIndependent: two queues on one database each see, claim,
 // count, list, cancel and purge only their own jobs, and the same ID may be
 // in both (rule 14).

@@ -254,7 +254,7 @@ func TestUpgradeTwoProcesses(t *testing.T) {
 	lock := (&fixture{t: t, ctx: context.Background(), path: path}).lockFromOutside()
 	kids := []*procChild{startProcChild(t, path, "P1", ms(20_000)), startProcChild(t, path, "P2", ms(20_000))}
 	for _, k := range kids {
-		waitFor(t, procWait, k.name+" to open the database", func() bool { return hasOpen(k.cmd.Process.Pid, path) })
+		waitUntil(t, procWait, k.name+" to open the database", func() bool { return hasOpen(k.cmd.Process.Pid, path) })
 	}
 	lock()
 	for _, k := range kids {
