@@ -8,7 +8,7 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
-// TestTimeline is the SPEC timeline, step by step.
+// TestTimeline is the README's timeline, step by step.
 func TestTimeline(t *testing.T) {
 	f := newFixture(t, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "order-7", Qty: 3})
@@ -34,7 +34,7 @@ func TestTimeline(t *testing.T) {
 	f.wantRow(leaseq.State{ID: "order-7", Qty: 3, Status: leaseq.StatusDone, Owner: "B", Token: 2, Attempts: 2, MaxAttempts: 3, LeaseUntil: ms(2000)})
 }
 
-// TestLeaseBoundary is SPEC rule 4 at lease_until: live one millisecond
+// TestLeaseBoundary is rule 4 at lease_until: live one millisecond
 // before, over exactly at and after it — for Finish and for a re-Claim.
 func TestLeaseBoundary(t *testing.T) {
 	cases := []struct {
@@ -81,7 +81,7 @@ func TestLeaseBoundary(t *testing.T) {
 	}
 }
 
-// TestDeadlineBoundary is SPEC rule 4 at the deadline: Finish is accepted
+// TestDeadlineBoundary is rule 4 at the deadline: Finish is accepted
 // one millisecond before it and refused at and after it. The lease is
 // longer than the deadline, so only the deadline decides.
 func TestDeadlineBoundary(t *testing.T) {
@@ -107,7 +107,7 @@ func TestDeadlineBoundary(t *testing.T) {
 	}
 }
 
-// TestLeaseCappedAtDeadline is SPEC rule 5: lease_until = min(now+lease,
+// TestLeaseCappedAtDeadline is rule 5: lease_until = min(now+lease,
 // deadline).
 func TestLeaseCappedAtDeadline(t *testing.T) {
 	for _, tc := range []struct {

@@ -1,3 +1,5 @@
+// Rule numbers in the comments of the tests are those of README's "The rules".
+
 package leaseq_test
 
 import (

@@ -205,7 +205,7 @@ func (k *procChild) stop(t *testing.T) {
 // TestTwoProcessesOneWinner: two OS processes claim the only claimable job
 // at the same instant, round after round. Exactly one gets it (token 1), the
 // other gets nothing, and neither sees an error — "database is locked" in
-// particular (SPEC rules 1, 2 and 9). Earlier rounds' jobs stay leased (the
+// particular (rules 1, 2 and 9). Earlier rounds' jobs stay leased (the
 // children's clock never moves), so each round's new job is the only one
 // claimable.
 func TestTwoProcessesOneWinner(t *testing.T) {
@@ -256,7 +256,7 @@ func TestTwoProcessesOneWinner(t *testing.T) {
 }
 
 // TestSendRunsWithoutLock: while send runs, Process holds no transaction,
-// lock or open statement (SPEC rule 7). A second *sql.DB on the same file,
+// lock or open statement (rule 7). A second *sql.DB on the same file,
 // whose busy timeout is far too short to wait out a held lock, takes the
 // write lock itself, enqueues, and claims and finishes through its own
 // queue — all from inside send.
@@ -445,7 +445,7 @@ type procDelivery struct {
 	Repeat bool   `json:"-"` // the ID had been delivered before
 }
 
-// procReceiver is an idempotent receiver, as SPEC rule 11 requires: it
+// procReceiver is an idempotent receiver, as rule 11 requires: it
 // counts each job ID's qty once, however often it is delivered.
 type procReceiver struct {
 	srv        *httptest.Server
@@ -507,7 +507,7 @@ func (r *procReceiver) state() ([]procDelivery, int) {
 	return append([]procDelivery(nil), r.deliveries...), r.total
 }
 
-// TestProcessEndToEnd is the SPEC timeline with a real receiver, one hour
+// TestProcessEndToEnd is the README's timeline with a real receiver, one hour
 // to the lease: worker A's send stalls past its lease, worker B (its own
 // connection pool) reclaims the job and delivers it, then A's delivery
 // arrives late. The receiver counts the qty once, A's Finish is refused, and
@@ -668,7 +668,7 @@ func TestProcessNothingClaimable(t *testing.T) {
 
 // TestProcessSendContextDeadline: send's context ends when the lease does —
 // the time left on the queue's clock, counted from now on the system clock —
-// including a lease cut short by the job's deadline (SPEC rule 5).
+// including a lease cut short by the job's deadline (rule 5).
 func TestProcessSendContextDeadline(t *testing.T) {
 	for _, tc := range []struct {
 		name     string

@@ -44,7 +44,7 @@ func TestEnqueue(t *testing.T) {
 	})
 }
 
-// TestEnqueueInvalid covers the first row of SPEC's error table.
+// TestEnqueueInvalid covers the first row of the error table in README's "The rules".
 func TestEnqueueInvalid(t *testing.T) {
 	long := strings.Repeat("x", leaseq.MaxIDLen+1)
 	cases := []struct {
@@ -109,7 +109,7 @@ func TestEnqueueDuplicate(t *testing.T) {
 	}
 }
 
-// TestClaimInvalid covers Claim's row of SPEC's error table.
+// TestClaimInvalid covers Claim's row of the error table in README's "The rules".
 func TestClaimInvalid(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -165,7 +165,7 @@ func TestFinishInvalid(t *testing.T) {
 	}
 }
 
-// TestFinishRefused covers the refusals of SPEC rule 3: false, nil error,
+// TestFinishRefused covers the refusals of rule 3: false, nil error,
 // row untouched.
 func TestFinishRefused(t *testing.T) {
 	cases := []struct {
@@ -273,7 +273,7 @@ func TestClaimOrder(t *testing.T) {
 	}
 }
 
-// TestLiveLeaseNotHandedOver is SPEC rule 2: however often Claim is called
+// TestLiveLeaseNotHandedOver is rule 2: however often Claim is called
 // while the lease is live, by whoever, the job is not returned and its token
 // does not move.
 func TestLiveLeaseNotHandedOver(t *testing.T) {
@@ -329,7 +329,7 @@ func TestTokensNeverReused(t *testing.T) {
 	}
 }
 
-// TestQuarantine is SPEC rule 6.
+// TestQuarantine is rule 6.
 func TestQuarantine(t *testing.T) {
 	t.Run("attempts used up and lease expired", func(t *testing.T) {
 		f := newFixture(t, leaseq.Options{})
@@ -402,7 +402,7 @@ func TestQuarantine(t *testing.T) {
 	})
 }
 
-// TestTimeTruncatedToMillisecond is SPEC rule 8: instants are truncated to
+// TestTimeTruncatedToMillisecond is rule 8: instants are truncated to
 // the millisecond before they are compared or stored.
 func TestTimeTruncatedToMillisecond(t *testing.T) {
 	f := newFixture(t, leaseq.Options{})
@@ -563,7 +563,7 @@ func setPreUpdateHook(t *testing.T, db *sql.DB, fn sqlite.PreUpdateHookFn) {
 	}
 }
 
-// TestOpen is SPEC rule 9: every pooled connection gets the settings.
+// TestOpen is rule 9: every pooled connection gets the settings.
 func TestOpen(t *testing.T) {
 	f := newFixture(t, leaseq.Options{})
 	var conns []*sql.Conn
