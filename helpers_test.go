@@ -312,7 +312,6 @@ func (f *fixture) refusedEverywhere(q *leaseq.Queue, c leaseq.Claim, why string)
 	}
 }
 
-
 // fmtStats prints Stats with OldestReady as milliseconds after t0.
 func fmtStats(st leaseq.Stats) string {
 	return fmt.Sprintf("{pending=%d scheduled=%d leased=%d expired=%d done=%d quarantined=%d oldest_ready=%s}",
