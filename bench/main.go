@@ -252,6 +252,28 @@ func perSecondOn(g, total, per int, do func(w, i int)) float64 {
 	return float64(total*per) / time.Since(start).Seconds()
 }
 
+// alternating runs each of runs in turn, chunk jobs at a time (run(k) does
+// k jobs), until each has done total, and returns jobs per second for each.
+// Measures that alternate this finely share the drift of a shared disk's
+// fsync time and of the machine's load, which whole measures of a second
+// each, one after the other, do not.
+func alternating(total, chunk int, runs ...func(k int)) []float64 {
+	spent := make([]time.Duration, len(runs))
+	for done := 0; done < total; done += chunk {
+		k := min(chunk, total-done)
+		for i, run := range runs {
+			start := time.Now()
+			run(k)
+			spent[i] += time.Since(start)
+		}
+	}
+	rates := make([]float64, len(runs))
+	for i := range runs {
+		rates[i] = float64(total) / spent[i].Seconds()
+	}
+	return rates
+}
+
 // commitLoop is a loop of one transaction per commit: each call of step
 // commits commits transactions.
 type commitLoop struct {
@@ -449,10 +471,10 @@ func batchMode() {
 }
 
 // idleMode measures what idle pollers cost writers (rule 23 in leaseq's
-// README): 16 goroutines call Enqueue alone, then while 32 more call Claim
-// in a loop on the same Queue. The jobs are scheduled for tomorrow, so the
-// queue never has anything claimable and every Claim is idle. Each
-// measure has its own file, with the same history.
+// README): 16 goroutines call Enqueue alone, and while 32 more call Claim in
+// a loop on the same Queue, in alternating chunks. The jobs are scheduled
+// for tomorrow, so the queue never has anything claimable and every Claim
+// is idle. Each measure has its own file, with the same history.
 func idleMode() {
 	const enqueuers, pollers = 16, 32
 	nLq := n(3000)
@@ -460,30 +482,42 @@ func idleMode() {
 	alone := newLeaseq("idle-alone.db", "FULL", leaseq.Options{})
 	polled := newLeaseq("idle-polled.db", "FULL", leaseq.Options{})
 	tomorrow := time.Now().Add(24 * time.Hour)
-	enqueue := func(q *leaseq.Queue) float64 {
-		return perSecond(enqueuers, nLq, 1, func(int) {
+	enqueue := func(q *leaseq.Queue, k int) {
+		perSecond(enqueuers, k, 1, func(int) {
 			j := jobs(1)[0]
 			j.RunAt = tomorrow
 			check(q.Enqueue(ctx, j))
 		})
 	}
-	var pollRate float64
+	var rates []float64
+	var polls int64
+	var polling time.Duration
 	runRounds("idle: 16 goroutines calling Enqueue, with and without 32 idle pollers (synchronous=FULL)", []measure{
-		{"leaseq Enqueue, 16 goroutines, no pollers", "jobs/s", func() float64 { return enqueue(alone) }},
-		{"leaseq Enqueue, 16 goroutines, 32 goroutines polling Claim", "jobs/s", func() float64 {
-			var v float64
-			pollRate, v = whilePolling(polled, pollers, func() float64 { return enqueue(polled) })
-			return v
+		{"leaseq Enqueue, 16 goroutines, no pollers", "jobs/s", func() float64 {
+			polls, polling = 0, 0
+			rates = alternating(nLq, 300,
+				func(k int) { enqueue(alone, k) },
+				func(k int) {
+					start := time.Now()
+					polls += whilePolling(polled, pollers, func() { enqueue(polled, k) })
+					polling += time.Since(start)
+				})
+			return rates[0]
 		}},
-		{"leaseq idle Claim calls answered meanwhile", "claims/s", func() float64 { return pollRate }},
+		{"leaseq Enqueue, 16 goroutines, 32 goroutines polling Claim", "jobs/s", func() float64 {
+			return rates[1] // measured alternating with no pollers, just above
+		}},
+		{"leaseq idle Claim calls answered meanwhile", "claims/s", func() float64 {
+			return float64(polls) / polling.Seconds()
+		}},
 	}, []ratio{
 		{"leaseq Enqueue with 32 idle pollers / without", 1, 0, ">= 0.8"},
 	})
 }
 
 // whilePolling runs measure while k goroutines call Claim on q in a loop,
-// and returns the rate of those (all idle) Claims and measure's result.
-func whilePolling(q *leaseq.Queue, k int, measure func() float64) (polls, v float64) {
+// and returns how many (all idle) Claims they made.
+func whilePolling(q *leaseq.Queue, k int, measure func()) int64 {
 	ctx := context.Background()
 	var stop atomic.Bool
 	var calls atomic.Int64
@@ -502,12 +536,10 @@ func whilePolling(q *leaseq.Queue, k int, measure func() float64) (polls, v floa
 			}
 		}()
 	}
-	start := time.Now()
-	v = measure()
-	polls = float64(calls.Load()) / time.Since(start).Seconds()
+	measure()
 	stop.Store(true)
 	wg.Wait()
-	return polls, v
+	return calls.Load()
 }
 
 // queuesMode measures many queues on one writer (rule 25 in leaseq's
@@ -524,12 +556,16 @@ func queuesMode() {
 		four[i] = newLeaseqOn(db, leaseq.Options{Name: fmt.Sprintf("queue-%d", i)})
 		fillLeaseq(four[i], nLq**rounds) // enough whichever goroutines run fastest
 	}
+	var rates []float64
 	runRounds("queues: 16 goroutines calling Claim+Finish, one queue or four on one *sql.DB (synchronous=FULL)", []measure{
 		{"leaseq Claim+Finish, one queue, 16 goroutines", "jobs/s", func() float64 {
-			return perSecond(g, nLq, 1, func(int) { claimFinish(one) })
+			rates = alternating(nLq, 300,
+				func(k int) { perSecond(g, k, 1, func(int) { claimFinish(one) }) },
+				func(k int) { perSecondOn(g, k, 1, func(w, _ int) { claimFinish(four[w%named]) }) })
+			return rates[0]
 		}},
 		{"leaseq Claim+Finish, 4 queues on one *sql.DB, 4 goroutines each", "jobs/s", func() float64 {
-			return perSecondOn(g, nLq, 1, func(w, _ int) { claimFinish(four[w%named]) })
+			return rates[1] // measured alternating with one queue, just above
 		}},
 	}, []ratio{
 		{"leaseq four queues / one queue", 1, 0, ">= 0.8"},
