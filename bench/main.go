@@ -655,7 +655,7 @@ var leaseqShapes = []struct {
 		fillLeaseqWith(q, besideRows, func(j *leaseq.Job) { j.RunAt = tomorrow })
 		fillLeaseq(q, smallPending)
 	}},
-	{"lower", "1,000 pending + 200,000 pending of lower priority", func(q *leaseq.Queue) {
+	{"lower", "1,000 pending + 200,000 of lower priority", func(q *leaseq.Queue) {
 		fillLeaseqWith(q, besideRows, func(j *leaseq.Job) { j.Priority = -1 })
 		fillLeaseq(q, smallPending) // priority 0, as every job enqueued while measuring
 	}},
@@ -717,32 +717,37 @@ func depthMode() {
 	fmt.Printf("\n(depth: queue shapes built in %v)\n", time.Since(setup).Round(time.Second))
 	// Each timed claim is followed by an untimed enqueue, so the shapes stay
 	// as built however many rounds run.
-	lqClaim := func(q *leaseq.Queue) float64 {
-		return medianLatency(claims, func() {
+	lqClaim := func(q *leaseq.Queue) timedOp {
+		return timedOp{func() {
 			c, ok, err := q.Claim(ctx, "worker", 24*time.Hour)
 			check(err)
 			if !ok || c.Priority != 0 {
 				log.Fatalf("leaseq: claimed %q (ok=%v, priority %d); want a job of priority 0", c.ID, ok, c.Priority)
 			}
-		}, func() { check(q.Enqueue(ctx, jobs(1)[0])) })
+		}, func() { check(q.Enqueue(ctx, jobs(1)[0])) }}
 	}
-	gqReceive := func(q *goqite.Queue) float64 {
-		return medianLatency(claims, func() {
+	gqReceive := func(q *goqite.Queue) timedOp {
+		return timedOp{func() {
 			m, err := q.Receive(ctx)
 			check(err)
 			if m == nil {
 				log.Fatal("goqite: nothing to receive")
 			}
-		}, func() { check(q.Send(ctx, goqite.Message{Body: []byte("payload")})) })
+		}, func() { check(q.Send(ctx, goqite.Message{Body: []byte("payload")})) }}
 	}
-	ms := []measure{
-		{"leaseq Claim, 1,000 pending", "µs", func() float64 { return lqClaim(lq["small"]) }},
-		{"leaseq Claim, 200,000 pending", "µs", func() float64 { return lqClaim(lq["deep"]) }},
-		{"leaseq Claim, 1,000 ready behind 50,000 live leases", "µs", func() float64 { return lqClaim(lq["behind"]) }},
-		{"goqite Receive, 1,000 pending", "µs", func() float64 { return gqReceive(gq["small"]) }},
-		{"goqite Receive, 200,000 pending", "µs", func() float64 { return gqReceive(gq["deep"]) }},
-		{"goqite Receive, 1,000 ready behind 50,000 live leases", "µs", func() float64 { return gqReceive(gq["behind"]) }},
-		{"bare one-row UPDATE per transaction", "µs", func() float64 { return medianLatency(claims, b.commit, func() {}) }},
+	names := []string{
+		"leaseq Claim, 1,000 pending",
+		"leaseq Claim, 200,000 pending",
+		"leaseq Claim, 1,000 ready behind 50,000 live leases",
+		"goqite Receive, 1,000 pending",
+		"goqite Receive, 200,000 pending",
+		"goqite Receive, 1,000 ready behind 50,000 live leases",
+		"bare one-row UPDATE per transaction",
+	}
+	ops := []timedOp{
+		lqClaim(lq["small"]), lqClaim(lq["deep"]), lqClaim(lq["behind"]),
+		gqReceive(gq["small"]), gqReceive(gq["deep"]), gqReceive(gq["behind"]),
+		{b.commit, func() {}},
 	}
 	rs := []ratio{
 		{"leaseq 200k pending / 1k", 1, 0, "<= 1.5"},
@@ -751,28 +756,50 @@ func depthMode() {
 		{"goqite behind 50k live leases / 1k", 5, 3, "-"},
 	}
 	for _, shape := range leaseqShapes {
-		q := lq[shape.name]
 		target := "<= 1.5"
 		if shape.name == "expired" {
 			target = "-"
 		}
-		rs = append(rs, ratio{"leaseq " + shape.name + " / 1k", len(ms), 0, target})
-		ms = append(ms, measure{"leaseq Claim, " + shape.title, "µs", func() float64 { return lqClaim(q) }})
+		rs = append(rs, ratio{"leaseq " + shape.name + " / 1k", len(names), 0, target})
+		names = append(names, "leaseq Claim, "+shape.title)
+		ops = append(ops, lqClaim(lq[shape.name]))
 	}
-	runRounds("depth: median latency of one claim by queue shape (synchronous=OFF)", ms, rs)
+	var lat []float64
+	ms := make([]measure, len(names))
+	for i, name := range names {
+		ms[i] = measure{name, "µs", func() float64 {
+			if i == 0 {
+				lat = medianLatencies(claims, ops)
+			}
+			return lat[i] // all measured in turn, just above
+		}}
+	}
+	runRounds("depth: median latency of one claim by queue shape, all shapes in turn (synchronous=OFF)", ms, rs)
 }
 
-// medianLatency times op k times, running after (untimed) after each, and
-// returns the median in microseconds.
-func medianLatency(k int, op, after func()) float64 {
-	lat := make([]float64, k)
-	for i := range lat {
-		start := time.Now()
-		op()
-		lat[i] = float64(time.Since(start).Nanoseconds()) / 1e3
-		after()
+// timedOp is an operation whose latency is measured, and one to run after
+// it, untimed.
+type timedOp struct{ op, after func() }
+
+// medianLatencies times each of ops k times and returns the median of each
+// in microseconds. The ops take turns, one call each, so that a burst of
+// load on the machine weighs on all of them alike rather than on whichever
+// ran during it.
+func medianLatencies(k int, ops []timedOp) []float64 {
+	lat := make([][]float64, len(ops))
+	for range k {
+		for j, o := range ops {
+			start := time.Now()
+			o.op()
+			lat[j] = append(lat[j], float64(time.Since(start).Nanoseconds())/1e3)
+			o.after()
+		}
 	}
-	return median(lat)
+	meds := make([]float64, len(ops))
+	for j := range ops {
+		meds[j] = median(lat[j])
+	}
+	return meds
 }
 
 func check(err error) {
