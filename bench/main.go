@@ -24,11 +24,13 @@
 //	         behind 50,000 live leases; and, for leaseq, 1,000 pending beside
 //	         50,000 leases that ended with attempts left (a crashed fleet),
 //	         200,000 jobs scheduled for tomorrow, 200,000 of lower
-//	         priority, 200,000 done, or 200,000 done and purged.
+//	         priority, 200,000 done, or 200,000 done and purged. The shapes
+//	         take turns, one claim each.
 //	idle     16 goroutines calling Enqueue, alone and while 32 more poll
-//	         Claim on the same queue, which has nothing claimable.
+//	         Claim on the same queue, which has nothing claimable; the two
+//	         take turns in chunks of 300 jobs.
 //	queues   16 goroutines calling Claim+Finish on one queue, and spread
-//	         over four named queues on one *sql.DB.
+//	         over four named queues on one *sql.DB, in turns of 300 jobs.
 //	journal  the bare loop and leaseq one job per transaction (group commit
 //	         off) in each rollback-journal mode: DELETE, TRUNCATE, PERSIST.
 //
