@@ -67,8 +67,9 @@ type groupOp struct {
 	// its result where its caller reads it once done is closed.
 	run txFunc
 	// idle, if set, is asked before the transaction begins; a call it
-	// reports idle is answered without joining a write transaction. Calls
-	// with the same idleKey (their Queue) share one answer.
+	// reports idle is answered errIdle without joining a write
+	// transaction. Calls with the same idleKey (their Queue) share one
+	// answer.
 	idle    idleFunc
 	idleKey any
 	state   opState // guarded by group.mu
@@ -261,7 +262,7 @@ func (g *group) answerIdle(ctx context.Context, db execer) (int, error) {
 	n := 0
 	for _, op := range probes {
 		if idle[op.idleKey] && op.state == opWaiting {
-			op.state = opLeft
+			op.state, op.err = opLeft, errIdle
 			close(op.done)
 			n++
 		}
