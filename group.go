@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"sync"
 )
 
@@ -72,10 +73,15 @@ type groupOp struct {
 	// answer.
 	idle    idleFunc
 	idleKey any
-	state   opState // guarded by group.mu
-	err     error   // the call's outcome, set before done is closed
-	ran     bool    // run was called in the current transaction
-	done    chan struct{}
+	// busy means the idle check found the call's queue with work to do in
+	// the current round, so the call may join the transaction; guarded by
+	// group.mu. A call with an idle check joins none before it has been
+	// asked: one that arrived while the transaction began may be idle.
+	busy  bool
+	state opState // guarded by group.mu
+	err   error   // the call's outcome, set before done is closed
+	ran   bool    // run was called in the current transaction
+	done  chan struct{}
 }
 
 // opState is where a groupOp is; it decides whether the caller may still
@@ -193,12 +199,12 @@ func (s *store) commitGroup() (answered int) {
 				s.afterTx(wc)
 				return err
 			}
-			if !g.hasWaiting() {
+			if !g.hasReady() {
 				s.afterTx(wc)
 				return nil
 			}
 			return s.immediate(ctx, wc, func(ctx context.Context, tx execer) error {
-				ops = g.take()
+				ops = g.takeReady()
 				if err := runOps(ctx, tx, ops); err != nil {
 					return err
 				}
@@ -261,7 +267,11 @@ func (g *group) answerIdle(ctx context.Context, db execer) (int, error) {
 	defer g.mu.Unlock()
 	n := 0
 	for _, op := range probes {
-		if idle[op.idleKey] && op.state == opWaiting {
+		if op.state != opWaiting {
+			continue
+		}
+		op.busy = !idle[op.idleKey]
+		if !op.busy {
 			op.state, op.err = opLeft, errIdle
 			close(op.done)
 			n++
@@ -310,16 +320,35 @@ func runOps(ctx context.Context, tx execer, ops []*groupOp) error {
 // take moves up to maxGroupOps waiting calls, in arrival order, into a
 // running transaction.
 func (g *group) take() []*groupOp {
+	return g.takeIf(func(*groupOp) bool { return true })
+}
+
+// takeReady is take for the calls that may join a transaction now (see
+// ready); the others keep their places.
+func (g *group) takeReady() []*groupOp { return g.takeIf(ready) }
+
+// ready reports whether op may join a write transaction now: it has no idle
+// check, or its check found work. g.mu must be held.
+func ready(op *groupOp) bool { return op.idle == nil || op.busy }
+
+// takeIf moves up to maxGroupOps waiting calls for which ok holds, in
+// arrival order, into a running transaction.
+func (g *group) takeIf(ok func(*groupOp) bool) []*groupOp {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.prune()
-	n := min(len(g.waiting), maxGroupOps)
-	ops := make([]*groupOp, n)
-	copy(ops, g.waiting[:n])
-	g.waiting = append(g.waiting[:0], g.waiting[n:]...)
-	for _, op := range ops {
-		op.state = opRunning
+	ops := []*groupOp{}
+	kept := g.waiting[:0]
+	for _, op := range g.waiting {
+		if len(ops) < maxGroupOps && ok(op) {
+			op.state = opRunning
+			ops = append(ops, op)
+			continue
+		}
+		kept = append(kept, op)
 	}
+	clear(g.waiting[len(kept):])
+	g.waiting = kept
 	return ops
 }
 
@@ -360,6 +389,14 @@ func (g *group) deliver(ops []*groupOp, txErr error) int {
 		close(op.done)
 	}
 	return len(ops)
+}
+
+// hasReady reports whether a waiting call may join a transaction now.
+func (g *group) hasReady() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.prune()
+	return slices.ContainsFunc(g.waiting, ready)
 }
 
 // hasWaiting reports whether any caller still waits in the list.
