@@ -12,7 +12,7 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
-// The benchmarks run on a real file opened with Open (journal_mode=DELETE,
+// The benchmarks run on a real file opened with Open (journal_mode=PERSIST,
 // synchronous=FULL) and the system clock, so they include the fsyncs that
 // bound a queue in production. Each reports jobs/s: the figure that the
 // fsync ceiling caps and that batching and group commit raise. They do not

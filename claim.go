@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"slices"
 	"time"
 )
@@ -74,6 +75,11 @@ func (q *Queue) claimN(ctx context.Context, op, owner string, lease time.Duratio
 		cs, err = q.claimTx(ctx, tx, owner, lease, max)
 		return err
 	})
+	if errors.Is(err, errIdle) {
+		// Not cs: a try that claimed and was then rolled back may have
+		// left claims there before the retry found nothing to do.
+		return nil, nil
+	}
 	if err != nil {
 		return nil, opError(op, as(owner), err)
 	}

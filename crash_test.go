@@ -22,7 +22,32 @@ import (
 
 // The crash tests kill a process inside a write transaction and check what
 // the next process finds: the hot journal rolled back, an intact file, and
-// exactly the state before or after the transaction.
+// exactly the state before or after the transaction. Each runs in every
+// rollback-journal mode a caller may use (rule 26 in README's "The rules"):
+// the mode decides how a commit ends — the journal deleted, truncated, or
+// its header zeroed — and so what a crash at that moment leaves behind.
+
+// journalModes are the journal modes the queue accepts; leaseq.JournalMode,
+// the one Open sets, is one of them.
+var journalModes = []string{"DELETE", "TRUNCATE", "PERSIST"}
+
+// forEachJournal runs test as a subtest per journal mode.
+func forEachJournal(t *testing.T, test func(t *testing.T, journal string)) {
+	for _, journal := range journalModes {
+		t.Run(journal, func(t *testing.T) { test(t, journal) })
+	}
+}
+
+// openJournal opens path as a restarted service would: with Open when
+// journal is Open's own mode, else with Open's settings but journal, as a
+// caller's own *sql.DB would be.
+func openJournal(path, journal string) (*sql.DB, error) {
+	if journal == leaseq.JournalMode {
+		return leaseq.Open(path)
+	}
+	return sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode("+journal+")"+
+		"&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate")
+}
 
 // crashJobs is the size of the large transaction: one Claim's quarantine
 // sweep moves all of them (their deadline has passed) in one UPDATE, then
@@ -35,7 +60,8 @@ const (
 	crashNow      = 2000 // ms after t0: the clock of the crashing transaction
 )
 
-// TestChildCrash is the process that dies. LEASEQ_CRASH_OP is the
+// TestChildCrash is the process that dies, writing in journal mode
+// LEASEQ_CRASH_JOURNAL. LEASEQ_CRASH_OP is the
 // transaction ("sweep": one Claim that quarantines crashJobs jobs and claims
 // one; "enqueue": one Enqueue), LEASEQ_CRASH_MODE where it dies: "commit"
 // from inside SQLite's commit hook, "row" from the pre-update hook after
@@ -49,12 +75,16 @@ func TestChildCrash(t *testing.T) {
 	// A cache of 8 pages makes SQLite spill dirty pages into the database
 	// file before COMMIT, so a large transaction that dies has already
 	// changed the file and only the journal can undo it.
-	db, err := sql.Open("sqlite", "file:"+os.Getenv("LEASEQ_CRASH_DB")+
-		"?_pragma=busy_timeout(5000)&_pragma=journal_mode(DELETE)&_pragma=synchronous(FULL)&_pragma=cache_size(8)")
+	db, err := sql.Open("sqlite", "file:"+os.Getenv("LEASEQ_CRASH_DB")+"?_pragma=busy_timeout(5000)"+
+		"&_pragma=journal_mode("+os.Getenv("LEASEQ_CRASH_JOURNAL")+")&_pragma=synchronous(FULL)&_pragma=cache_size(8)")
 	if err != nil {
 		t.Fatal(err)
 	}
 	db.SetMaxOpenConns(1) // the hooks below are on the only connection
+	var journal string
+	if err := db.QueryRow("PRAGMA journal_mode").Scan(&journal); err != nil || !strings.EqualFold(journal, os.Getenv("LEASEQ_CRASH_JOURNAL")) {
+		t.Fatalf("journal_mode %q (%v), want %q", journal, err, os.Getenv("LEASEQ_CRASH_JOURNAL"))
+	}
 	clock := leaseq.NewManualClock(ms(0))
 	q, err := leaseq.New(ctx, db, leaseq.Options{Clock: clock})
 	if err != nil {
@@ -126,18 +156,26 @@ func loopJob(i int) leaseq.Job {
 	return leaseq.Job{ID: fmt.Sprintf("loop-%06d", i), Qty: i, Payload: []byte(fmt.Sprintf("payload %d \x00 end", i))}
 }
 
-// runCrashChild runs TestChildCrash and reports whether it died by SIGKILL.
-func runCrashChild(t *testing.T, path, op, mode string, rows int) bool {
-	t.Helper()
+// crashChild is the command that runs TestChildCrash on path in journal
+// mode journal, with env added to its environment.
+func crashChild(path, journal string, env ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestChildCrash$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "LEASEQ_CHILD=crash", "LEASEQ_CRASH_DB="+path, "LEASEQ_CRASH_OP="+op,
-		"LEASEQ_CRASH_MODE="+mode, "LEASEQ_CRASH_ROWS="+strconv.Itoa(rows), "GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0")
+	cmd.Env = append(os.Environ(), "LEASEQ_CHILD=crash", "LEASEQ_CRASH_DB="+path, "LEASEQ_CRASH_JOURNAL="+journal,
+		"GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0")
+	cmd.Env = append(cmd.Env, env...)
+	return cmd
+}
+
+// runCrashChild runs TestChildCrash and reports whether it died by SIGKILL.
+func runCrashChild(t *testing.T, path, journal, op, mode string, rows int) bool {
+	t.Helper()
+	cmd := crashChild(path, journal, "LEASEQ_CRASH_OP="+op, "LEASEQ_CRASH_MODE="+mode, "LEASEQ_CRASH_ROWS="+strconv.Itoa(rows))
 	out, err := cmd.CombinedOutput()
 	if killedBySIGKILL(err) {
 		return true
 	}
 	if err != nil {
-		t.Fatalf("crash child (%s, %s): %v\n%s", op, mode, err, out)
+		t.Fatalf("crash child (%s, %s, journal_mode=%s): %v\n%s", op, mode, journal, err, out)
 	}
 	return false
 }
@@ -228,10 +266,11 @@ func dumpDB(t *testing.T, db *sql.DB) string {
 }
 
 // reopen opens a database the way a restarted service would, after a crash,
-// and checks that the hot journal is gone and the file is intact.
-func reopen(t *testing.T, path string) (*sql.DB, *leaseq.Queue, *leaseq.ManualClock) {
+// in journal mode journal (see openJournal), and checks that the hot journal
+// is gone and the file is intact.
+func reopen(t *testing.T, path, journal string) (*sql.DB, *leaseq.Queue, *leaseq.ManualClock) {
 	t.Helper()
-	db, err := leaseq.Open(path)
+	db, err := openJournal(path, journal)
 	if err != nil {
 		t.Fatalf("Open after the crash: %v", err)
 	}
@@ -279,6 +318,49 @@ func journalState(t *testing.T, path string) (int64, bool) {
 	return int64(len(b)), len(b) >= len(journalMagic) && string(b[:len(journalMagic)]) == string(journalMagic)
 }
 
+// committedJournalProblem says what is wrong with the journal next to path
+// when no transaction is in progress and the last one committed, or returns
+// "". How a commit ends its journal depends on the mode: DELETE deletes the
+// file, TRUNCATE cuts it to 0 bytes, PERSIST keeps it and overwrites its
+// header with zeros, which is what makes it no longer hot.
+func committedJournalProblem(t *testing.T, path, journal string) string {
+	t.Helper()
+	size, hot := journalState(t, path)
+	_, err := os.Stat(path + "-journal")
+	exists := err == nil
+	switch {
+	case hot:
+		return fmt.Sprintf("a hot journal of %d bytes", size)
+	case journal == "DELETE" && exists:
+		return fmt.Sprintf("a journal of %d bytes; DELETE mode deletes it on commit", size)
+	case journal == "TRUNCATE" && size > 0:
+		return fmt.Sprintf("a journal of %d bytes; TRUNCATE mode truncates it on commit", size)
+	case journal == "PERSIST" && exists && !zeroHeader(t, path+"-journal"):
+		return "a journal whose header is not zeroed; PERSIST mode zeroes it on commit"
+	}
+	return ""
+}
+
+// journalHeaderSize is how many bytes of the journal header SQLite zeroes
+// when a transaction commits in PERSIST mode.
+const journalHeaderSize = 28
+
+// zeroHeader reports whether the journal at path starts with a zeroed
+// header (or is shorter than one and all zeros).
+func zeroHeader(t *testing.T, path string) bool {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range b[:min(len(b), journalHeaderSize)] {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // TestCrashInsideCommit kills a process at chosen points of one write
 // transaction — from inside SQLite's commit hook, from the pre-update hook
 // in the middle of a 200-row UPDATE (after the first row, half of them, all
@@ -286,11 +368,16 @@ func journalState(t *testing.T, path string) (int64, bool) {
 // new process would. The hot journal is rolled back, integrity_check is ok,
 // and the rows are exactly those before the transaction (or after it, for
 // the kill after commit), never a mix; and the recovered queue runs the same
-// transaction to exactly the after-state.
+// transaction to exactly the after-state. In every journal mode.
 func TestCrashInsideCommit(t *testing.T) {
 	dir := t.TempDir()
 	tmpl := filepath.Join(dir, "template.db")
 	buildCrashTemplate(t, tmpl)
+	forEachJournal(t, func(t *testing.T, journal string) { crashInsideCommit(t, tmpl, journal) })
+}
+
+func crashInsideCommit(t *testing.T, tmpl, journal string) {
+	dir := t.TempDir()
 	cases := []struct {
 		name, op, mode string
 		rows           int
@@ -312,7 +399,7 @@ func TestCrashInsideCommit(t *testing.T) {
 	for _, op := range []string{"sweep", "enqueue"} {
 		path := filepath.Join(dir, op+"-after.db")
 		copyDB(t, tmpl, path)
-		if runCrashChild(t, path, op, "none", 0) {
+		if runCrashChild(t, path, journal, op, "none", 0) {
 			t.Fatalf("%s: the child without a crash point was killed", op)
 		}
 		if afterOf[op] = dumpFile(t, path); afterOf[op] == before {
@@ -325,21 +412,23 @@ func TestCrashInsideCommit(t *testing.T) {
 			copyDB(t, tmpl, path)
 			after := afterOf[tc.op]
 
-			if !runCrashChild(t, path, tc.op, tc.mode, tc.rows) {
+			if !runCrashChild(t, path, journal, tc.op, tc.mode, tc.rows) {
 				t.Fatalf("child (%s) was not killed", tc.mode)
 			}
 			size, hot := journalState(t, path)
 			switch {
-			case tc.wantAfter && size > 0:
-				t.Fatalf("a journal of %d bytes after a committed transaction", size)
-			case !tc.wantAfter && size == 0:
+			case tc.wantAfter:
+				if why := committedJournalProblem(t, path, journal); why != "" {
+					t.Fatalf("after a committed transaction: %s", why)
+				}
+			case size == 0:
 				t.Fatalf("no journal after a kill inside the transaction")
 			case tc.wantHot && !hot:
 				t.Fatalf("the %d-byte journal is not hot: the file was not changed yet, so the rollback is not tested", size)
 			}
 			t.Logf("killed (%s): journal of %d bytes, hot=%v", tc.mode, size, hot)
 
-			db, q, _ := reopen(t, path)
+			db, q, _ := reopen(t, path, journal)
 			got := dumpDB(t, db)
 			want, wantName := before, "before"
 			if tc.wantAfter {
@@ -358,8 +447,8 @@ func TestCrashInsideCommit(t *testing.T) {
 			if got := dumpDB(t, db); got != after {
 				t.Fatalf("the transaction rerun after recovery:\n%s", diffLines(got, after))
 			}
-			if size, _ := journalState(t, path); size != 0 {
-				t.Fatalf("a journal of %d bytes after the rerun committed", size)
+			if why := committedJournalProblem(t, path, journal); why != "" {
+				t.Fatalf("after the rerun committed: %s", why)
 			}
 		})
 	}
@@ -417,10 +506,20 @@ func diffLines(got, want string) string {
 // another, at random moments, several times on the same file. After each
 // kill the reopened queue holds exactly the jobs whose Enqueue committed — a
 // gapless prefix of the sequence, each row complete — and the next process
-// carries on from there.
+// carries on from there. In every journal mode; with -short, in Open's only,
+// as the kills take real time.
 func TestCrashAtRandomMoments(t *testing.T) {
+	forEachJournal(t, func(t *testing.T, journal string) {
+		if testing.Short() && journal != leaseq.JournalMode {
+			t.Skipf("-short: only Open's journal mode, %s", leaseq.JournalMode)
+		}
+		crashAtRandomMoments(t, journal)
+	})
+}
+
+func crashAtRandomMoments(t *testing.T, journal string) {
 	path := filepath.Join(t.TempDir(), "loop.db")
-	db, err := leaseq.Open(path)
+	db, err := openJournal(path, journal)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,9 +529,7 @@ func TestCrashAtRandomMoments(t *testing.T) {
 	db.Close()
 	next, hot := 0, 0
 	for round := 0; round < 4; round++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestChildCrash$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "LEASEQ_CHILD=crash", "LEASEQ_CRASH_DB="+path, "LEASEQ_CRASH_OP=enqueue-loop",
-			"LEASEQ_CRASH_FIRST="+strconv.Itoa(next))
+		cmd := crashChild(path, journal, "LEASEQ_CRASH_OP=enqueue-loop", "LEASEQ_CRASH_FIRST="+strconv.Itoa(next))
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -445,18 +542,18 @@ func TestCrashAtRandomMoments(t *testing.T) {
 		if _, isHot := journalState(t, path); isHot {
 			hot++
 		}
-		n := checkPrefix(t, path, next)
+		n := checkPrefix(t, path, journal, next)
 		t.Logf("round %d: killed after %d more jobs", round, n-next)
 		next = n
 	}
 	t.Logf("%d jobs in %d rounds, %d kills left a hot journal", next, 4, hot)
 }
 
-// checkPrefix reopens path and checks that it holds loop jobs 0..n-1 exactly
-// for some n >= from, and returns n.
-func checkPrefix(t *testing.T, path string, from int) int {
+// checkPrefix reopens path in journal mode journal and checks that it holds
+// loop jobs 0..n-1 exactly for some n >= from, and returns n.
+func checkPrefix(t *testing.T, path, journal string, from int) int {
 	t.Helper()
-	db, err := leaseq.Open(path)
+	db, err := openJournal(path, journal)
 	if err != nil {
 		t.Fatalf("Open after the crash: %v", err)
 	}

@@ -276,22 +276,26 @@ func TestOpenNotADatabase(t *testing.T) {
 
 // TestReopenAfterCrashedWriter: a database whose writer died mid-commit,
 // with the database file already changed and a hot journal beside it,
-// opens with Open and New like any other; the journal is rolled back, and
-// the queue claims and finishes on it.
+// opens with Open (or, in the other journal modes, a caller's own *sql.DB)
+// and New like any other; the journal is rolled back, and the queue claims
+// and finishes on it. In every journal mode.
 func TestReopenAfterCrashedWriter(t *testing.T) {
-	dir := t.TempDir()
-	tmpl := filepath.Join(dir, "template.db")
+	tmpl := filepath.Join(t.TempDir(), "template.db")
 	buildCrashTemplate(t, tmpl)
-	path := filepath.Join(dir, "crashed.db")
+	forEachJournal(t, func(t *testing.T, journal string) { reopenAfterCrashedWriter(t, tmpl, journal) })
+}
+
+func reopenAfterCrashedWriter(t *testing.T, tmpl, journal string) {
+	path := filepath.Join(t.TempDir(), "crashed.db")
 	copyDB(t, tmpl, path)
 	before := dumpFile(t, path)
-	if !runCrashChild(t, path, "sweep", "commit", 0) {
+	if !runCrashChild(t, path, journal, "sweep", "commit", 0) {
 		t.Fatal("the crashing child was not killed")
 	}
 	if size, hot := journalState(t, path); !hot {
 		t.Fatalf("want a hot journal left by the dead writer; got %d bytes, hot=%v", size, hot)
 	}
-	db, q, clock := reopen(t, path)
+	db, q, clock := reopen(t, path, journal)
 	if got := dumpDB(t, db); got != before {
 		t.Fatalf("rows after recovery:\n%s", diffLines(got, before))
 	}

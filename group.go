@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"sync"
 )
 
@@ -67,12 +68,15 @@ type groupOp struct {
 	// its result where its caller reads it once done is closed.
 	run txFunc
 	// idle, if set, is asked before the transaction begins; a call it
-	// reports idle is answered without joining a write transaction. Calls
-	// with the same idleKey (their Queue) share one answer.
+	// reports idle is answered errIdle without joining a write
+	// transaction. Calls with the same idleKey (their Queue) share one
+	// answer.
 	idle    idleFunc
 	idleKey any
-	// busy means idle, when last asked, found work to do; guarded by
-	// group.mu.
+	// busy means the idle check found the call's queue with work to do in
+	// the current round, so the call may join the transaction; guarded by
+	// group.mu. A call with an idle check joins none before it has been
+	// asked: one that arrived while the transaction began may be idle.
 	busy  bool
 	state opState // guarded by group.mu
 	err   error   // the call's outcome, set before done is closed
@@ -195,15 +199,12 @@ func (s *store) commitGroup() (answered int) {
 				s.afterTx(wc)
 				return err
 			}
-			if !g.needsWrite() {
-				// Only idle calls that came after the check are left: they
-				// are asked in the next round, never made to wait for the
-				// write lock on their own.
+			if !g.hasReady() {
 				s.afterTx(wc)
 				return nil
 			}
 			return s.immediate(ctx, wc, func(ctx context.Context, tx execer) error {
-				ops = g.take()
+				ops = g.takeReady()
 				if err := runOps(ctx, tx, ops); err != nil {
 					return err
 				}
@@ -237,9 +238,8 @@ func (s *store) commitGroup() (answered int) {
 
 // answerIdle asks the idle check of every waiting call that has one, once
 // per check (the calls of one Queue share it), and answers the calls found
-// idle, so that a group of idle Claims never takes the write lock. The
-// calls found busy are marked so (see needsWrite). It returns how many it
-// answered.
+// idle, so that a group of idle Claims never takes the write lock. It
+// returns how many it answered.
 func (g *group) answerIdle(ctx context.Context, db execer) (int, error) {
 	g.mu.Lock()
 	var probes []*groupOp
@@ -267,9 +267,12 @@ func (g *group) answerIdle(ctx context.Context, db execer) (int, error) {
 	defer g.mu.Unlock()
 	n := 0
 	for _, op := range probes {
+		if op.state != opWaiting {
+			continue
+		}
 		op.busy = !idle[op.idleKey]
-		if !op.busy && op.state == opWaiting {
-			op.state = opLeft
+		if !op.busy {
+			op.state, op.err = opLeft, errIdle
 			close(op.done)
 			n++
 		}
@@ -317,16 +320,35 @@ func runOps(ctx context.Context, tx execer, ops []*groupOp) error {
 // take moves up to maxGroupOps waiting calls, in arrival order, into a
 // running transaction.
 func (g *group) take() []*groupOp {
+	return g.takeIf(func(*groupOp) bool { return true })
+}
+
+// takeReady is take for the calls that may join a transaction now (see
+// ready); the others keep their places.
+func (g *group) takeReady() []*groupOp { return g.takeIf(ready) }
+
+// ready reports whether op may join a write transaction now: it has no idle
+// check, or its check found work. g.mu must be held.
+func ready(op *groupOp) bool { return op.idle == nil || op.busy }
+
+// takeIf moves up to maxGroupOps waiting calls for which ok holds, in
+// arrival order, into a running transaction.
+func (g *group) takeIf(ok func(*groupOp) bool) []*groupOp {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.prune()
-	n := min(len(g.waiting), maxGroupOps)
-	ops := make([]*groupOp, n)
-	copy(ops, g.waiting[:n])
-	g.waiting = append(g.waiting[:0], g.waiting[n:]...)
-	for _, op := range ops {
-		op.state = opRunning
+	ops := []*groupOp{}
+	kept := g.waiting[:0]
+	for _, op := range g.waiting {
+		if len(ops) < maxGroupOps && ok(op) {
+			op.state = opRunning
+			ops = append(ops, op)
+			continue
+		}
+		kept = append(kept, op)
 	}
+	clear(g.waiting[len(kept):])
+	g.waiting = kept
 	return ops
 }
 
@@ -346,9 +368,6 @@ func (g *group) putBack(ops []*groupOp) {
 			op.err, op.state = err, opLeft
 			close(op.done)
 			continue
-		}
-		if op.ran {
-			op.idle = nil // as in writeTx: its results must come from a try that commits
 		}
 		op.state, op.err, op.ran = opWaiting, nil, false
 		back = append(back, op)
@@ -372,19 +391,12 @@ func (g *group) deliver(ops []*groupOp, txErr error) int {
 	return len(ops)
 }
 
-// needsWrite reports whether a waiting call needs the write transaction: it
-// has no idle check, or its check found work. A call whose check has not
-// been asked yet (it arrived after answerIdle looked) does not: it would
-// otherwise wait for the write lock although it may well be idle.
-func (g *group) needsWrite() bool {
+// hasReady reports whether a waiting call may join a transaction now.
+func (g *group) hasReady() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, op := range g.waiting {
-		if op.state == opWaiting && (op.idle == nil || op.busy) {
-			return true
-		}
-	}
-	return false
+	g.prune()
+	return slices.ContainsFunc(g.waiting, ready)
 }
 
 // hasWaiting reports whether any caller still waits in the list.

@@ -13,7 +13,7 @@ import (
 
 // JournalMode is the rollback-journal mode Open sets. See README, "Why a
 // rollback journal", for the measurements it was chosen by.
-const JournalMode = "DELETE"
+const JournalMode = "PERSIST"
 
 // Open opens the SQLite database at path (creating the file if it does not
 // exist) with the settings leaseq is designed for, on every pooled

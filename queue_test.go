@@ -575,7 +575,7 @@ func TestOpen(t *testing.T) {
 		defer c.Close()
 		conns = append(conns, c)
 	}
-	want := map[string]string{"journal_mode": "delete", "synchronous": "2", "busy_timeout": "5000", "foreign_keys": "1"}
+	want := map[string]string{"journal_mode": strings.ToLower(leaseq.JournalMode), "synchronous": "2", "busy_timeout": "5000", "foreign_keys": "1"}
 	for i, c := range conns {
 		for pragma, w := range want {
 			var got string

@@ -65,11 +65,17 @@ type txFunc func(ctx context.Context, tx execer) error
 // "The rules"). It runs on the write connection outside any transaction.
 type idleFunc func(ctx context.Context, db execer) (idle bool, err error)
 
+// errIdle is the outcome of a call that its idleFunc found idle. It is an
+// error, not nil, because fn may have run in an earlier try that was rolled
+// back (SQLITE_BUSY at COMMIT) before the retry found nothing to do: what
+// that try left in the caller's variables never happened.
+var errIdle = errors.New("leaseq: nothing to do")
+
 // writeTx runs fn inside one BEGIN IMMEDIATE transaction and commits it,
 // retrying the whole transaction on SQLITE_BUSY. If idle is not nil and
-// reports the call idle, no transaction is begun and fn never runs. On any
-// error the transaction is rolled back whole; once ctx is done the error is
-// ctx's.
+// reports the call idle, no transaction is begun and the result is errIdle.
+// On any error the transaction is rolled back whole; once ctx is done the
+// error is ctx's.
 func (s *store) writeTx(ctx context.Context, idle idleFunc, fn txFunc) error {
 	return retryBusy(ctx, func() error {
 		return s.asWriter(ctx, func() error {
@@ -79,15 +85,14 @@ func (s *store) writeTx(ctx context.Context, idle idleFunc, fn txFunc) error {
 			}
 			if idle != nil {
 				done, err := idle(ctx, wc)
-				if err != nil || done {
+				if err == nil && done {
+					err = errIdle
+				}
+				if err != nil {
 					s.afterTx(wc)
 					return err
 				}
 			}
-			// Once fn has run, only a try that commits may answer: the
-			// results a rolled-back try left in fn's variables (a Claim's
-			// claims) must be overwritten, not returned by an idle answer.
-			idle = nil
 			return s.immediate(ctx, wc, fn)
 		})
 	})

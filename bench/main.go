@@ -4,28 +4,40 @@
 // meaningful.
 //
 // Every database is a file opened through modernc.org/sqlite with the same
-// DSN: journal_mode=DELETE, synchronous=FULL (OFF in the depth mode, so that
-// query cost is not hidden behind fsync), busy_timeout=5000, foreign_keys on,
-// and _txlock=immediate so that goqite's transactions take the write lock up
-// front as leaseq's do. goqite's pool is limited to one connection, as its
-// README sets it up; leaseq gets the *sql.DB as it is.
+// DSN: journal_mode=-journal (by default the mode leaseq.Open sets),
+// synchronous=FULL (OFF in the depth mode, so that query cost is not hidden
+// behind fsync), busy_timeout=5000, foreign_keys on, and _txlock=immediate
+// so that goqite's transactions take the write lock up front as leaseq's do.
+// goqite's pool is limited to one connection, as its README sets it up;
+// leaseq gets the *sql.DB as it is.
 //
 // Modes:
 //
-//	single  16 goroutines each making single calls: leaseq Claim+Finish and
-//	        Enqueue against goqite Receive+Delete and Send; and leaseq with
-//	        group commit off, one goroutine, one job per transaction,
-//	        against the bare one-row-UPDATE-per-transaction loop.
-//	batch   one goroutine, batches of 100: EnqueueBatch and
-//	        ClaimBatch+FinishBatch against goqite Send and Receive+Delete.
-//	depth   the median latency of one claim (leaseq Claim, goqite Receive) at
-//	        three queue shapes: 1,000 pending; 200,000 pending; 1,000 ready
-//	        behind 50,000 live leases; and, for leaseq, 1,000 pending beside
-//	        50,000 leases that ended with attempts left (a crashed fleet).
+//	single   16 goroutines each making single calls: leaseq Claim+Finish
+//	         and Enqueue against goqite Receive+Delete and Send; and leaseq
+//	         with group commit off, one goroutine, one job per transaction,
+//	         against the bare one-row-UPDATE-per-transaction loop.
+//	batch    one goroutine, batches of 100: EnqueueBatch and
+//	         ClaimBatch+FinishBatch against goqite Send and Receive+Delete.
+//	depth    the median latency of one claim (leaseq Claim, goqite Receive)
+//	         by queue shape: 1,000 pending; 200,000 pending; 1,000 ready
+//	         behind 50,000 live leases; and, for leaseq, 1,000 pending beside
+//	         50,000 leases that ended with attempts left (a crashed fleet),
+//	         200,000 jobs scheduled for tomorrow, 200,000 of lower
+//	         priority, 200,000 done, or 200,000 done and purged. The shapes
+//	         take turns, one claim each.
+//	idle     16 goroutines calling Enqueue, alone and while 32 more poll
+//	         Claim on the same queue, which has nothing claimable; the two
+//	         take turns in chunks of 300 jobs.
+//	queues   16 goroutines calling Claim+Finish on one queue, and spread
+//	         over four named queues on one *sql.DB, in turns of 300 jobs.
+//	journal  the bare loop and leaseq one job per transaction (group commit
+//	         off) in each rollback-journal mode: DELETE, TRUNCATE, PERSIST.
 //
 // Usage:
 //
-//	go run . [-rounds 3] [-modes single,batch,depth] [-scale 1] [-dir DIR]
+//	go run . [-rounds 3] [-modes single,batch,depth,idle,queues,journal]
+//	         [-scale 1] [-journal MODE] [-dir DIR] [-cpuprofile FILE]
 package main
 
 import (
@@ -38,6 +50,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -56,10 +69,12 @@ import (
 var goqiteSchema string
 
 var (
-	rounds = flag.Int("rounds", 3, "alternating rounds per mode")
-	modes  = flag.String("modes", "single,batch,depth", "comma-separated modes to run")
-	scale  = flag.Float64("scale", 1, "multiplies the number of jobs measured per round (not the depth shapes)")
-	dir    = flag.String("dir", "", "directory for the database files (default: a new temporary directory)")
+	rounds  = flag.Int("rounds", 3, "alternating rounds per mode")
+	modes   = flag.String("modes", "single,batch,depth,idle,queues,journal", "comma-separated modes to run")
+	scale   = flag.Float64("scale", 1, "multiplies the number of jobs measured per round (not the depth shapes)")
+	journal = flag.String("journal", leaseq.JournalMode, "journal_mode of every database outside the journal mode")
+	dir     = flag.String("dir", "", "directory for the database files (default: a new temporary directory)")
+	cpuprof = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 )
 
 func main() {
@@ -73,12 +88,18 @@ func main() {
 		defer os.RemoveAll(d)
 		*dir = d
 	}
+	if *cpuprof != "" {
+		f, err := os.Create(*cpuprof)
+		check(err)
+		check(pprof.StartCPUProfile(f))
+		defer pprof.StopCPUProfile()
+	}
 	var sqliteVersion string
 	db := open("version.db", "FULL")
 	check(db.QueryRow("SELECT sqlite_version()").Scan(&sqliteVersion))
 	db.Close()
-	fmt.Printf("leaseq vs goqite v0.4.0 vs bare commits | %s %s/%s, %d CPUs | SQLite %s (modernc.org/sqlite v1.62.0) | rounds=%d scale=%g\n",
-		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), sqliteVersion, *rounds, *scale)
+	fmt.Printf("leaseq vs goqite v0.4.0 vs bare commits | %s %s/%s, %d CPUs | SQLite %s (modernc.org/sqlite v1.62.0) | rounds=%d scale=%g journal_mode=%s\n",
+		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), sqliteVersion, *rounds, *scale, *journal)
 	for _, m := range strings.Split(*modes, ",") {
 		switch m {
 		case "single":
@@ -87,6 +108,12 @@ func main() {
 			batchMode()
 		case "depth":
 			depthMode()
+		case "idle":
+			idleMode()
+		case "queues":
+			queuesMode()
+		case "journal":
+			journalMode()
 		default:
 			log.Fatalf("unknown mode %q", m)
 		}
@@ -148,17 +175,26 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// open opens a database file in -dir with the shared DSN.
-func open(name, synchronous string) *sql.DB {
+// open opens a database file in -dir with the shared DSN, in the -journal
+// mode.
+func open(name, synchronous string) *sql.DB { return openIn(name, synchronous, *journal) }
+
+// openIn opens a database file in -dir with the shared DSN and journal_mode
+// mode.
+func openIn(name, synchronous, mode string) *sql.DB {
 	path := filepath.Join(*dir, name)
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(DELETE)"+
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode("+mode+")"+
 		"&_pragma=synchronous("+synchronous+")&_pragma=foreign_keys(1)&_txlock=immediate")
 	check(err)
 	return db
 }
 
 func newLeaseq(name, synchronous string, opts leaseq.Options) *leaseq.Queue {
-	q, err := leaseq.New(context.Background(), open(name, synchronous), opts)
+	return newLeaseqOn(open(name, synchronous), opts)
+}
+
+func newLeaseqOn(db *sql.DB, opts leaseq.Options) *leaseq.Queue {
+	q, err := leaseq.New(context.Background(), db, opts)
 	check(err)
 	return q
 }
@@ -175,8 +211,10 @@ func newGoqite(name, synchronous string) (*goqite.Queue, *sql.DB) {
 // IMMEDIATE/COMMIT.
 type bare struct{ db *sql.DB }
 
-func newBare(name, synchronous string) bare {
-	db := open(name, synchronous)
+func newBare(name, synchronous string) bare { return newBareIn(name, synchronous, *journal) }
+
+func newBareIn(name, synchronous, mode string) bare {
+	db := openIn(name, synchronous, mode)
 	db.SetMaxOpenConns(1)
 	_, err := db.Exec("CREATE TABLE bare (id INTEGER PRIMARY KEY, n INTEGER NOT NULL); INSERT INTO bare VALUES (1, 0)")
 	check(err)
@@ -194,15 +232,21 @@ func (b bare) commit() {
 // perSecond runs do(i) for i in [0, total) on g goroutines and returns
 // units per second, where each call of do counts per units.
 func perSecond(g, total, per int, do func(i int)) float64 {
+	return perSecondOn(g, total, per, func(_, i int) { do(i) })
+}
+
+// perSecondOn is perSecond for work that depends on which goroutine runs
+// it: do(w, i) runs on goroutine w of [0, g).
+func perSecondOn(g, total, per int, do func(w, i int)) float64 {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
-	for range g {
+	for w := range g {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1)) - 1; i < total; i = int(next.Add(1)) - 1 {
-				do(i)
+				do(w, i)
 			}
 		}()
 	}
@@ -210,27 +254,55 @@ func perSecond(g, total, per int, do func(i int)) float64 {
 	return float64(total*per) / time.Since(start).Seconds()
 }
 
-// interleaved measures two loops of one transaction per commit in
-// alternating chunks of chunk commits, total commits each, so that a disk
-// whose fsync time drifts during the run weighs on both alike. one runs one
-// commit per call, pair two (a Claim and a Finish). It returns commits per
-// second for each.
-func interleaved(total, chunk int, one, pair func()) (oneRate, pairRate float64) {
-	var tOne, tPair time.Duration
+// alternating runs each of runs in turn, chunk jobs at a time (run(k) does
+// k jobs), until each has done total, and returns jobs per second for each.
+// Measures that alternate this finely share the drift of a shared disk's
+// fsync time and of the machine's load, which whole measures of a second
+// each, one after the other, do not.
+func alternating(total, chunk int, runs ...func(k int)) []float64 {
+	spent := make([]time.Duration, len(runs))
 	for done := 0; done < total; done += chunk {
-		start := time.Now()
-		for range chunk {
-			one()
+		k := min(chunk, total-done)
+		for i, run := range runs {
+			start := time.Now()
+			run(k)
+			spent[i] += time.Since(start)
 		}
-		tOne += time.Since(start)
-		start = time.Now()
-		for range chunk / 2 {
-			pair()
+	}
+	rates := make([]float64, len(runs))
+	for i := range runs {
+		rates[i] = float64(total) / spent[i].Seconds()
+	}
+	return rates
+}
+
+// commitLoop is a loop of one transaction per commit: each call of step
+// commits commits transactions.
+type commitLoop struct {
+	step    func()
+	commits int
+}
+
+// interleaved measures loops in turn, in chunks of chunk commits each, until
+// each has made total commits, so that a disk whose fsync time drifts during
+// the run weighs on all alike. It returns commits per second for each.
+func interleaved(total, chunk int, loops ...commitLoop) []float64 {
+	spent := make([]time.Duration, len(loops))
+	for done := 0; done < total; done += chunk {
+		for i, l := range loops {
+			start := time.Now()
+			for range chunk / l.commits {
+				l.step()
+			}
+			spent[i] += time.Since(start)
 		}
-		tPair += time.Since(start)
 	}
 	commits := float64((total + chunk - 1) / chunk * chunk)
-	return commits / tOne.Seconds(), commits / tPair.Seconds()
+	rates := make([]float64, len(loops))
+	for i := range loops {
+		rates[i] = commits / spent[i].Seconds()
+	}
+	return rates
 }
 
 // seq names job i of a run, unique across rounds.
@@ -245,11 +317,37 @@ func jobs(k int) []leaseq.Job {
 }
 
 // fillLeaseq enqueues k jobs, 1000 per transaction.
-func fillLeaseq(q *leaseq.Queue, k int) {
+func fillLeaseq(q *leaseq.Queue, k int) { fillLeaseqWith(q, k, func(*leaseq.Job) {}) }
+
+// fillLeaseqWith enqueues k jobs, 1000 per transaction, each changed by set
+// first.
+func fillLeaseqWith(q *leaseq.Queue, k int, set func(*leaseq.Job)) {
 	for k > 0 {
 		c := min(k, 1000)
-		check(q.EnqueueBatch(context.Background(), jobs(c)))
+		js := jobs(c)
+		for i := range js {
+			set(&js[i])
+		}
+		check(q.EnqueueBatch(context.Background(), js))
 		k -= c
+	}
+}
+
+// finishAll claims and finishes every claimable job of q, 1000 per
+// transaction.
+func finishAll(q *leaseq.Queue) {
+	ctx := context.Background()
+	for {
+		cs, err := q.ClaimBatch(ctx, "finisher", time.Hour, 1000)
+		check(err)
+		if len(cs) == 0 {
+			return
+		}
+		oks, err := q.FinishBatch(ctx, cs)
+		check(err)
+		if slices.Contains(oks, false) {
+			log.Fatal("leaseq: a finish of a fresh claim was refused")
+		}
 	}
 }
 
@@ -318,7 +416,8 @@ func singleMode() {
 			return perSecond(g, nGq, 1, func(int) { check(gqSend.Send(ctx, goqite.Message{Body: []byte("payload")})) })
 		}},
 		{"bare one-row UPDATE per transaction, 1 goroutine", "commits/s", func() float64 {
-			bareRate, soloRate = interleaved(nBare, 20, b.commit, func() { claimFinish(lqSolo) })
+			r := interleaved(nBare, 20, commitLoop{b.commit, 1}, commitLoop{func() { claimFinish(lqSolo) }, 2})
+			bareRate, soloRate = r[0], r[1]
 			return bareRate
 		}},
 		{"leaseq Claim, Finish: one per transaction, 1 goroutine", "commits/s", func() float64 {
@@ -373,13 +472,211 @@ func batchMode() {
 	})
 }
 
+// idleMode measures what idle pollers cost writers (rule 23 in leaseq's
+// README): 16 goroutines call Enqueue alone, and while 32 more call Claim in
+// a loop on the same Queue, in alternating chunks. The jobs are scheduled
+// for tomorrow, so the queue never has anything claimable and every Claim
+// is idle. Each measure has its own file, with the same history.
+func idleMode() {
+	const enqueuers, pollers = 16, 32
+	nLq := n(3000)
+	ctx := context.Background()
+	alone := newLeaseq("idle-alone.db", "FULL", leaseq.Options{})
+	polled := newLeaseq("idle-polled.db", "FULL", leaseq.Options{})
+	tomorrow := time.Now().Add(24 * time.Hour)
+	enqueue := func(q *leaseq.Queue, k int) {
+		perSecond(enqueuers, k, 1, func(int) {
+			j := jobs(1)[0]
+			j.RunAt = tomorrow
+			check(q.Enqueue(ctx, j))
+		})
+	}
+	var rates []float64
+	var polls int64
+	var polling time.Duration
+	runRounds("idle: 16 goroutines calling Enqueue, with and without 32 idle pollers (synchronous=FULL)", []measure{
+		{"leaseq Enqueue, 16 goroutines, no pollers", "jobs/s", func() float64 {
+			polls, polling = 0, 0
+			rates = alternating(nLq, 300,
+				func(k int) { enqueue(alone, k) },
+				func(k int) {
+					start := time.Now()
+					polls += whilePolling(polled, pollers, func() { enqueue(polled, k) })
+					polling += time.Since(start)
+				})
+			return rates[0]
+		}},
+		{"leaseq Enqueue, 16 goroutines, 32 goroutines polling Claim", "jobs/s", func() float64 {
+			return rates[1] // measured alternating with no pollers, just above
+		}},
+		{"leaseq idle Claim calls answered meanwhile", "claims/s", func() float64 {
+			return float64(polls) / polling.Seconds()
+		}},
+	}, []ratio{
+		{"leaseq Enqueue with 32 idle pollers / without", 1, 0, ">= 0.8"},
+	})
+}
+
+// whilePolling runs measure while k goroutines call Claim on q in a loop,
+// and returns how many (all idle) Claims they made.
+func whilePolling(q *leaseq.Queue, k int, measure func()) int64 {
+	ctx := context.Background()
+	var stop atomic.Bool
+	var calls atomic.Int64
+	var wg sync.WaitGroup
+	for range k {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				c, ok, err := q.Claim(ctx, "poller", time.Minute)
+				check(err)
+				if ok {
+					log.Fatalf("leaseq: an idle poller claimed %q", c.ID)
+				}
+				calls.Add(1)
+			}
+		}()
+	}
+	measure()
+	stop.Store(true)
+	wg.Wait()
+	return calls.Load()
+}
+
+// queuesMode measures many queues on one writer (rule 25 in leaseq's
+// README): 16 goroutines calling Claim+Finish on one queue, against 16
+// spread evenly over four named queues on one *sql.DB.
+func queuesMode() {
+	const g, named = 16, 4
+	nLq := n(3000)
+	one := newLeaseq("queues-one.db", "FULL", leaseq.Options{})
+	fillLeaseq(one, nLq**rounds)
+	db := open("queues-four.db", "FULL")
+	four := make([]*leaseq.Queue, named)
+	for i := range four {
+		four[i] = newLeaseqOn(db, leaseq.Options{Name: fmt.Sprintf("queue-%d", i)})
+		fillLeaseq(four[i], nLq**rounds) // enough whichever goroutines run fastest
+	}
+	var rates []float64
+	runRounds("queues: 16 goroutines calling Claim+Finish, one queue or four on one *sql.DB (synchronous=FULL)", []measure{
+		{"leaseq Claim+Finish, one queue, 16 goroutines", "jobs/s", func() float64 {
+			rates = alternating(nLq, 300,
+				func(k int) { perSecond(g, k, 1, func(int) { claimFinish(one) }) },
+				func(k int) { perSecondOn(g, k, 1, func(w, _ int) { claimFinish(four[w%named]) }) })
+			return rates[0]
+		}},
+		{"leaseq Claim+Finish, 4 queues on one *sql.DB, 4 goroutines each", "jobs/s", func() float64 {
+			return rates[1] // measured alternating with one queue, just above
+		}},
+	}, []ratio{
+		{"leaseq four queues / one queue", 1, 0, ">= 0.8"},
+	})
+}
+
+// journalModes are the rollback-journal modes leaseq writes in.
+var journalModes = []string{"DELETE", "TRUNCATE", "PERSIST"}
+
+// journalMode measures one commit per transaction in each rollback-journal
+// mode: the bare loop, and leaseq with group commit off (a Claim and a
+// Finish per job), all six loops interleaved.
+func journalMode() {
+	nBare := n(1000)
+	var loops []commitLoop
+	for _, m := range journalModes {
+		b := newBareIn("journal-bare-"+m+".db", "FULL", m)
+		q := newLeaseqOn(openIn("journal-leaseq-"+m+".db", "FULL", m), leaseq.Options{DisableGroupCommit: true})
+		fillLeaseq(q, nBare/2**rounds+100)
+		loops = append(loops, commitLoop{b.commit, 1}, commitLoop{func() { claimFinish(q) }, 2})
+	}
+	var rates []float64
+	var ms []measure
+	var rs []ratio
+	for i, m := range journalModes {
+		ms = append(ms,
+			measure{"bare one-row UPDATE per transaction, " + m, "commits/s", func() float64 {
+				if i == 0 {
+					rates = interleaved(nBare, 20, loops...)
+				}
+				return rates[2*i]
+			}},
+			measure{"leaseq Claim, Finish: one per transaction, " + m, "commits/s", func() float64 {
+				return rates[2*i+1] // measured interleaved with the others
+			}})
+		rs = append(rs, ratio{"leaseq / bare loop, both " + m, 2*i + 1, 2 * i, ">= 0.9"})
+	}
+	for i, m := range journalModes[1:] {
+		target := "-"
+		if m == leaseq.JournalMode {
+			target = "~ 2 (Open's mode)"
+		}
+		rs = append(rs,
+			ratio{"bare " + m + " / bare DELETE", 2 * (i + 1), 0, "-"},
+			ratio{"leaseq " + m + " / bare DELETE", 2*(i+1) + 1, 0, target})
+	}
+	runRounds("journal: one commit per transaction by journal_mode, six loops interleaved (synchronous=FULL)", ms, rs)
+}
+
 // Queue shapes of the depth mode.
 const (
 	smallPending  = 1000
 	deepPending   = 200000
 	behindLeases  = 50000
 	behindPending = 1000
+	// The rows that lie beside the 1,000 claimable jobs in the shapes that
+	// only leaseq has: scheduled, of lower priority, done, purged.
+	besideRows = 200000
 )
+
+// leaseqShapes builds, in order, the shapes measured for leaseq alone: each
+// leaves smallPending jobs claimable beside rows that no claim may read.
+var leaseqShapes = []struct {
+	name, title string
+	build       func(q *leaseq.Queue)
+}{
+	{"expired", "1,000 pending + 50,000 expired leases", func(q *leaseq.Queue) {
+		// Leases that ended with attempts left: claimable again, and not
+		// for the quarantine sweep, which must not walk them. The lease
+		// outlasts the claiming, so that no batch takes back a lease an
+		// earlier batch left.
+		const lease = 5 * time.Second
+		fillLeaseq(q, behindLeases)
+		ended := time.Now().Add(lease)
+		for k := 0; k < behindLeases; k += 1000 {
+			cs, err := q.ClaimBatch(context.Background(), "crashed", lease, 1000)
+			check(err)
+			if len(cs) != 1000 || cs[0].Attempt != 1 {
+				log.Fatalf("expired shape: claimed %d, first attempt %d; want 1000 first claims", len(cs), cs[0].Attempt)
+			}
+		}
+		fillLeaseq(q, smallPending)
+		time.Sleep(time.Until(ended) + 10*time.Millisecond)
+	}},
+	{"scheduled", "1,000 pending + 200,000 scheduled for tomorrow", func(q *leaseq.Queue) {
+		tomorrow := time.Now().Add(24 * time.Hour)
+		fillLeaseqWith(q, besideRows, func(j *leaseq.Job) { j.RunAt = tomorrow })
+		fillLeaseq(q, smallPending)
+	}},
+	{"lower", "1,000 pending + 200,000 of lower priority", func(q *leaseq.Queue) {
+		fillLeaseqWith(q, besideRows, func(j *leaseq.Job) { j.Priority = -1 })
+		fillLeaseq(q, smallPending) // priority 0, as every job enqueued while measuring
+	}},
+	{"done", "1,000 pending + 200,000 done", func(q *leaseq.Queue) {
+		fillLeaseq(q, besideRows)
+		finishAll(q)
+		fillLeaseq(q, smallPending)
+	}},
+	{"purged", "1,000 pending + 200,000 done and purged", func(q *leaseq.Queue) {
+		fillLeaseq(q, besideRows)
+		finishAll(q)
+		n, err := q.Purge(context.Background(), time.Now().Add(time.Second))
+		check(err)
+		if n != besideRows {
+			log.Fatalf("purged shape: purged %d jobs, want %d", n, besideRows)
+		}
+		fillLeaseq(q, smallPending)
+	}},
+}
 
 func depthMode() {
 	claims := 100
@@ -387,12 +684,10 @@ func depthMode() {
 	setup := time.Now()
 	lq := map[string]*leaseq.Queue{}
 	gq := map[string]*goqite.Queue{}
-	for _, shape := range []string{"small", "deep", "behind", "expired"} {
+	for _, shape := range []string{"small", "deep", "behind"} {
 		lq[shape] = newLeaseq("depth-leaseq-"+shape+".db", "OFF", leaseq.Options{})
 		var db *sql.DB
-		if shape != "expired" {
-			gq[shape], db = newGoqite("depth-goqite-"+shape+".db", "OFF")
-		}
+		gq[shape], db = newGoqite("depth-goqite-"+shape+".db", "OFF")
 		switch shape {
 		case "small":
 			fillLeaseq(lq[shape], smallPending)
@@ -414,76 +709,99 @@ func depthMode() {
 			check(err)
 			time.Sleep(2 * time.Millisecond) // the ready ones are created later
 			fillGoqite(gq[shape], db, behindPending)
-		case "expired":
-			// Leases that ended with attempts left: claimable again, and
-			// not for the quarantine sweep, which must not walk them.
-			// The lease outlasts the claiming, so that no batch takes back
-			// a lease an earlier batch left.
-			const lease = 5 * time.Second
-			fillLeaseq(lq[shape], behindLeases)
-			ended := time.Now().Add(lease)
-			for k := 0; k < behindLeases; k += 1000 {
-				cs, err := lq[shape].ClaimBatch(ctx, "crashed", lease, 1000)
-				check(err)
-				if len(cs) != 1000 || cs[0].Attempt != 1 {
-					log.Fatalf("expired shape: claimed %d, first attempt %d; want 1000 first claims", len(cs), cs[0].Attempt)
-				}
-			}
-			fillLeaseq(lq[shape], behindPending)
-			time.Sleep(time.Until(ended) + 10*time.Millisecond)
 		}
+	}
+	for _, shape := range leaseqShapes {
+		lq[shape.name] = newLeaseq("depth-leaseq-"+shape.name+".db", "OFF", leaseq.Options{})
+		shape.build(lq[shape.name])
 	}
 	b := newBare("depth-bare.db", "OFF")
 	fmt.Printf("\n(depth: queue shapes built in %v)\n", time.Since(setup).Round(time.Second))
 	// Each timed claim is followed by an untimed enqueue, so the shapes stay
 	// as built however many rounds run.
-	lqClaim := func(q *leaseq.Queue) float64 {
-		return medianLatency(claims, func() {
-			_, ok, err := q.Claim(ctx, "worker", 24*time.Hour)
+	lqClaim := func(q *leaseq.Queue) timedOp {
+		return timedOp{func() {
+			c, ok, err := q.Claim(ctx, "worker", 24*time.Hour)
 			check(err)
-			if !ok {
-				log.Fatal("leaseq: nothing claimable")
+			if !ok || c.Priority != 0 {
+				log.Fatalf("leaseq: claimed %q (ok=%v, priority %d); want a job of priority 0", c.ID, ok, c.Priority)
 			}
-		}, func() { check(q.Enqueue(ctx, jobs(1)[0])) })
+		}, func() { check(q.Enqueue(ctx, jobs(1)[0])) }}
 	}
-	gqReceive := func(q *goqite.Queue) float64 {
-		return medianLatency(claims, func() {
+	gqReceive := func(q *goqite.Queue) timedOp {
+		return timedOp{func() {
 			m, err := q.Receive(ctx)
 			check(err)
 			if m == nil {
 				log.Fatal("goqite: nothing to receive")
 			}
-		}, func() { check(q.Send(ctx, goqite.Message{Body: []byte("payload")})) })
+		}, func() { check(q.Send(ctx, goqite.Message{Body: []byte("payload")})) }}
 	}
-	runRounds("depth: median latency of one claim by queue shape (synchronous=OFF)", []measure{
-		{"leaseq Claim, 1,000 pending", "µs", func() float64 { return lqClaim(lq["small"]) }},
-		{"leaseq Claim, 200,000 pending", "µs", func() float64 { return lqClaim(lq["deep"]) }},
-		{"leaseq Claim, 1,000 ready behind 50,000 live leases", "µs", func() float64 { return lqClaim(lq["behind"]) }},
-		{"leaseq Claim, 1,000 pending + 50,000 expired leases", "µs", func() float64 { return lqClaim(lq["expired"]) }},
-		{"goqite Receive, 1,000 pending", "µs", func() float64 { return gqReceive(gq["small"]) }},
-		{"goqite Receive, 200,000 pending", "µs", func() float64 { return gqReceive(gq["deep"]) }},
-		{"goqite Receive, 1,000 ready behind 50,000 live leases", "µs", func() float64 { return gqReceive(gq["behind"]) }},
-		{"bare one-row UPDATE per transaction", "µs", func() float64 { return medianLatency(claims, b.commit, func() {}) }},
-	}, []ratio{
+	names := []string{
+		"leaseq Claim, 1,000 pending",
+		"leaseq Claim, 200,000 pending",
+		"leaseq Claim, 1,000 ready behind 50,000 live leases",
+		"goqite Receive, 1,000 pending",
+		"goqite Receive, 200,000 pending",
+		"goqite Receive, 1,000 ready behind 50,000 live leases",
+		"bare one-row UPDATE per transaction",
+	}
+	ops := []timedOp{
+		lqClaim(lq["small"]), lqClaim(lq["deep"]), lqClaim(lq["behind"]),
+		gqReceive(gq["small"]), gqReceive(gq["deep"]), gqReceive(gq["behind"]),
+		{b.commit, func() {}},
+	}
+	rs := []ratio{
 		{"leaseq 200k pending / 1k", 1, 0, "<= 1.5"},
 		{"leaseq behind 50k live leases / 1k", 2, 0, "<= 1.5"},
-		{"leaseq with 50k expired leases / 1k", 3, 0, "-"},
-		{"goqite 200k pending / 1k", 5, 4, "-"},
-		{"goqite behind 50k live leases / 1k", 6, 4, "-"},
-	})
+		{"goqite 200k pending / 1k", 4, 3, "-"},
+		{"goqite behind 50k live leases / 1k", 5, 3, "-"},
+	}
+	for _, shape := range leaseqShapes {
+		target := "<= 1.5"
+		if shape.name == "expired" {
+			target = "-"
+		}
+		rs = append(rs, ratio{"leaseq " + shape.name + " / 1k", len(names), 0, target})
+		names = append(names, "leaseq Claim, "+shape.title)
+		ops = append(ops, lqClaim(lq[shape.name]))
+	}
+	var lat []float64
+	ms := make([]measure, len(names))
+	for i, name := range names {
+		ms[i] = measure{name, "µs", func() float64 {
+			if i == 0 {
+				lat = medianLatencies(claims, ops)
+			}
+			return lat[i] // all measured in turn, just above
+		}}
+	}
+	runRounds("depth: median latency of one claim by queue shape, all shapes in turn (synchronous=OFF)", ms, rs)
 }
 
-// medianLatency times op k times, running after (untimed) after each, and
-// returns the median in microseconds.
-func medianLatency(k int, op, after func()) float64 {
-	lat := make([]float64, k)
-	for i := range lat {
-		start := time.Now()
-		op()
-		lat[i] = float64(time.Since(start).Nanoseconds()) / 1e3
-		after()
+// timedOp is an operation whose latency is measured, and one to run after
+// it, untimed.
+type timedOp struct{ op, after func() }
+
+// medianLatencies times each of ops k times and returns the median of each
+// in microseconds. The ops take turns, one call each, so that a burst of
+// load on the machine weighs on all of them alike rather than on whichever
+// ran during it.
+func medianLatencies(k int, ops []timedOp) []float64 {
+	lat := make([][]float64, len(ops))
+	for range k {
+		for j, o := range ops {
+			start := time.Now()
+			o.op()
+			lat[j] = append(lat[j], float64(time.Since(start).Nanoseconds())/1e3)
+			o.after()
+		}
 	}
-	return median(lat)
+	meds := make([]float64, len(ops))
+	for j := range ops {
+		meds[j] = median(lat[j])
+	}
+	return meds
 }
 
 func check(err error) {
