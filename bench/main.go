@@ -1,5 +1,5 @@
-// Command bench compares leaseq with goqite v0.4.0 and with a bare SQLite
-// commit loop, in one process, in alternating rounds, so that a disk or CPU
+// Command bench compares leaseq with goqite v0.4.0, with River v0.51.2 on
+// SQLite (the work mode) and with a bare SQLite commit loop, in one process, in alternating rounds, so that a disk or CPU
 // that is slower during one round slows all three alike and the ratios stay
 // meaningful.
 //
@@ -33,10 +33,17 @@
 //	         over four named queues on one *sql.DB, in turns of 300 jobs.
 //	journal  the bare loop and leaseq one job per transaction (group commit
 //	         off) in each rollback-journal mode: DELETE, TRUNCATE, PERSIST.
+//	work     the worker pool end to end on 20,000 jobs with a no-op
+//	         handler: leaseq Work with Concurrency 16 against River's 16
+//	         workers (riversqlite, one connection, FetchCooldown 1ms,
+//	         FetchPollInterval 10ms), and Work with Concurrency 100 against
+//	         a hand loop of ClaimBatch(100)+FinishBatch; then the wake-up
+//	         latency of an idle pool, its CPU per job, and what an idle pool
+//	         of 16 costs in 10 s (CPU, and commits to the file: none).
 //
 // Usage:
 //
-//	go run . [-rounds 3] [-modes single,batch,depth,idle,queues,journal]
+//	go run . [-rounds 3] [-modes single,batch,depth,idle,queues,journal,work]
 //	         [-scale 1] [-journal MODE] [-dir DIR] [-cpuprofile FILE]
 package main
 
@@ -70,7 +77,7 @@ var goqiteSchema string
 
 var (
 	rounds  = flag.Int("rounds", 3, "alternating rounds per mode")
-	modes   = flag.String("modes", "single,batch,depth,idle,queues,journal", "comma-separated modes to run")
+	modes   = flag.String("modes", "single,batch,depth,idle,queues,journal,work", "comma-separated modes to run")
 	scale   = flag.Float64("scale", 1, "multiplies the number of jobs measured per round (not the depth shapes)")
 	journal = flag.String("journal", leaseq.JournalMode, "journal_mode of every database outside the journal mode")
 	dir     = flag.String("dir", "", "directory for the database files (default: a new temporary directory)")
@@ -114,6 +121,8 @@ func main() {
 			queuesMode()
 		case "journal":
 			journalMode()
+		case "work":
+			workMode()
 		default:
 			log.Fatalf("unknown mode %q", m)
 		}
