@@ -151,6 +151,30 @@ WHERE queue = ?2 AND ready = 0 AND status IN ('pending', 'leased') AND due_at <=
 // quarantine must never be promoted, let alone claimed.
 var claimSweeps = []string{quarantineSQL[0], quarantineSQL[1], promoteSQL}
 
+// sweptAt reports whether the transaction tx already ran the claim sweeps
+// of queue at the instant now, and notes that it is about to if not. A
+// second run at the same instant in the same transaction would find
+// nothing: no call writes a row the sweeps could take at its own instant —
+// a claim or an extension leaves a lease that ends after now, every pending
+// job it leaves has its deadline after now, and a job due at once goes
+// straight into leaseq_jobs_ready. So in a shared transaction of many
+// claims (group commit) the sweeps run once per millisecond, not once per
+// claim. Outside a writeConn it always sweeps.
+func sweptAt(tx execer, queue string, now int64) bool {
+	wc, ok := tx.(*writeConn)
+	if !ok {
+		return false
+	}
+	if last, ok := wc.swept[queue]; ok && last == now {
+		return true
+	}
+	if wc.swept == nil {
+		wc.swept = make(map[string]int64)
+	}
+	wc.swept[queue] = now
+	return false
+}
+
 // claimSQL leases up to ?4 claimable jobs in one statement: the head of
 // leaseq_jobs_ready, in its order (priority, then due time, then enqueue
 // order). Only a clock set back can leave a job in that index that is not
@@ -170,9 +194,11 @@ RETURNING seq, id, qty, payload, token, attempts, lease_until, deadline, priorit
 // the lock does not start its lease in the past.
 func (q *Queue) claimTx(ctx context.Context, tx execer, owner string, lease time.Duration, max int) ([]Claim, error) {
 	now := q.now()
-	for _, stmt := range claimSweeps {
-		if _, err := tx.ExecContext(ctx, stmt, now, q.name); err != nil {
-			return nil, err
+	if !sweptAt(tx, q.name, now) {
+		for _, stmt := range claimSweeps {
+			if _, err := tx.ExecContext(ctx, stmt, now, q.name); err != nil {
+				return nil, err
+			}
 		}
 	}
 	rows, err := tx.QueryContext(ctx, claimSQL, owner, now, now+lease.Milliseconds(), max, q.name)

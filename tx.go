@@ -131,6 +131,7 @@ func (s *store) afterTx(wc *writeConn) {
 
 // transaction runs fn between BEGIN IMMEDIATE and COMMIT on wc.
 func (wc *writeConn) transaction(ctx context.Context, fn txFunc) error {
+	clear(wc.swept)
 	if _, err := wc.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		// A BEGIN interrupted by ctx may still have taken effect.
 		return wc.abort(err)
@@ -174,6 +175,10 @@ type writeConn struct {
 	idle  *time.Timer // gives the connection back after writeConnIdle unused
 	// broken means abort threw the connection away.
 	broken bool
+	// swept is, per queue name, the instant at which the current
+	// transaction last ran the claim sweeps (claim.go, sweptAt); reset at
+	// every BEGIN.
+	swept map[string]int64
 }
 
 // pinMinPool is the smallest pool cap (0 means none) that allows pinning a
