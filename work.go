@@ -189,9 +189,10 @@ func (p *pool) run(ctx context.Context) error {
 					return fatal
 				}
 				faults++
+				wait := faultDelay(faults, p.opts.PollInterval)
 				p.log.Error("leaseq: claiming failed; retrying", "queue", p.q.name, "owner", p.opts.Owner,
-					"error", err, "retry_in", faultDelay(faults, p.opts.PollInterval))
-				sleep = time.After(faultDelay(faults, p.opts.PollInterval))
+					"error", err, "retry_in", wait)
+				sleep = time.After(wait)
 			default:
 				faults = 0
 				if len(cs) < free {
