@@ -2,16 +2,20 @@ package leaseq_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,17 +28,38 @@ import (
 
 // The chaos test runs worker processes and one operator process against one
 // database file on the real clock, SIGKILLs them at random moments,
-// restarts them under the same names, and afterwards checks the history
-// they wrote against the final rows and what the receiver got.
+// restarts them under the same names, stops whole processes for a few
+// leases with SIGSTOP (as a long GC pause or an overloaded host would), and
+// afterwards checks the history they wrote against the final rows, an audit
+// of every committed change, and what the receiver got.
 //
-// Workers claim, deliver and then finish, release with a delay (the
-// delivery failed transiently) or fail (it failed for good); while a slow
-// delivery runs they extend the lease. The operator cancels pending and
-// leased jobs, purges done and quarantined jobs older than a moment, and
-// enqueues some purged IDs again.
+// Two kinds of workers share the jobs. A loop worker makes every call
+// itself — claim, deliver and then finish, release with a delay (the
+// delivery failed transiently) or fail (it failed for good), extending the
+// lease while a slow delivery runs — and logs each call's result. A pool
+// worker runs Queue.Work with heartbeats on; its handlers deliver, some
+// slowly (watching their context), some stalled in a call that ignores it,
+// and return nil, an error, RetryAfter, Permanent or panic; the parent also
+// shuts pools down gracefully (SIGTERM) and restarts them. The loop worker
+// keeps the public calls and the checker's reasoning about calls a kill left
+// unlogged in play; the pools are what a service runs. The operator
+// cancels pending and leased jobs, purges done and quarantined jobs older
+// than a moment, and enqueues some purged IDs again.
 const (
-	chaosWorkers = 3
-	chaosLease   = 150 * time.Millisecond
+	// chaosLoopWorkers loop workers and chaosPools pools of
+	// chaosPoolConcurrency handlers each.
+	chaosLoopWorkers     = 1
+	chaosPools           = 2
+	chaosPoolConcurrency = 4
+	chaosLease           = 150 * time.Millisecond
+	// chaosHeartbeat is the pools' WorkerOptions.Heartbeat: its default, a
+	// third of the lease.
+	chaosHeartbeat = chaosLease / 3
+	// chaosPollInterval is how soon a pool finds jobs the parent enqueued;
+	// chaosDrainTimeout how long a shutting-down pool lets its handlers run
+	// before their contexts end with ErrShutdown.
+	chaosPollInterval = 50 * time.Millisecond
+	chaosDrainTimeout = 100 * time.Millisecond
 	// chaosMaxAttempts is every chaos queue's default MaxAttempts.
 	chaosMaxAttempts = 3
 	// chaosRun is how long jobs keep arriving in CI; LEASEQ_SOAK=10m makes
@@ -47,9 +72,9 @@ const (
 	chaosEnqueueEvery = 30 * time.Millisecond
 	// chaosBacklog jobs are enqueued before the workers start.
 	chaosBacklog = 100
-	// chaosStallPercent of deliveries stall for about a lease without
-	// renewing it, so that their results are often refused and another
-	// worker takes the job.
+	// chaosStallPercent of a loop worker's deliveries stall for about a
+	// lease without renewing it, so that their results are often refused
+	// and another worker takes the job.
 	chaosStallPercent = 12
 	// chaosSlowPercent of deliveries take one to three leases and renew
 	// the lease every third of one while they run.
@@ -74,11 +99,29 @@ const (
 	// chaosPurgedPool bounds the purged IDs the operator keeps to enqueue
 	// again.
 	chaosPurgedPool = 200
+	// The parent's chaos: a SIGKILL and restart, a SIGSTOP of one to
+	// three leases, a graceful restart of a pool, a long read, each after
+	// a random time between the constant and eight times it.
+	chaosKillEvery  = 100 * time.Millisecond
+	chaosPauseEvery = 150 * time.Millisecond
+	chaosTermEvery  = 700 * time.Millisecond
+	// chaosHoldEvery the parent holds a read open on the file for one to
+	// three leases; see hold.
+	chaosHoldEvery = 250 * time.Millisecond
+	// chaosObserveEvery is how often a pool's observer reads the clock;
+	// a reading chaosGapMin or more after the one before is logged as a
+	// gap: the process was not running in between.
+	chaosObserveEvery = 2 * time.Millisecond
+	chaosGapMin       = 10 * time.Millisecond
+	// chaosCtxSlack bounds how long a running pool process may take to end
+	// a handler's context and let the handler see it once the lease ended;
+	// see checkContext for the rule and why this bound.
+	chaosCtxSlack = 25 * time.Millisecond
 )
 
 // histEvent is one line of a chaos process's history.
 //
-// Worker lines:
+// Loop worker lines:
 //   - start: the incarnation began (PID).
 //   - claim: Claim returned Job with Token, Attempt, LeaseUntil and
 //     Deadline.
@@ -90,6 +133,26 @@ const (
 //   - finish, release (Delay, Reason), fail (Reason): the call on Job/Token
 //     returned OK.
 //   - exit: the incarnation was asked to stop and did.
+//
+// Pool worker lines (At is always a reading of the queue's clock, taken in
+// the pool's process):
+//   - start, exit: as above; exit once Work returned nil.
+//   - run: a handler started on the claim Job/Token (Attempt, LeaseUntil,
+//     Deadline as the handler got them); Plan is the result it means to
+//     return (finish, error, retry, permanent, panic), Style how it works
+//     (quick, slow: watching its context; stall: in a call that ignores it).
+//   - ctxend: the handler's watcher saw its context end, with Cause.
+//   - deliver: as above, the plan being the call its result asks for.
+//   - return: the handler is returning: Plan is what (finish for nil,
+//     error, retry, permanent, panic, or "gave up" when it stopped because
+//     its context ended), Reason the error's text, Delay RetryAfter's; Cause
+//     the context's cause if it had ended by then ("" if still live).
+//   - log: a record Work logged: Msg, Level, and its Job, Token, Outcome,
+//     Err; Stack says a stack was attached; T1 is the record's time.
+//   - gap: the observer goroutine read the clock at T0 and next at T1,
+//     chaosGapMin or more later: the process did not run in between.
+//   - shutdown: the pool was asked to stop (SIGTERM or the stop file) and
+//     is about to cancel Work's context.
 //
 // Operator lines:
 //   - intent: the call Op is about to be made, with the fields of its result
@@ -130,6 +193,12 @@ type histEvent struct {
 	MaxAttempts int             `json:"max_attempts,omitempty"`
 	RunAt       int64           `json:"run_at,omitempty"`
 	PID         int             `json:"pid,omitempty"`
+	Style       string          `json:"style,omitempty"`
+	Cause       string          `json:"cause,omitempty"`
+	Msg         string          `json:"msg,omitempty"`
+	Level       string          `json:"level,omitempty"`
+	Outcome     string          `json:"outcome,omitempty"`
+	Stack       bool            `json:"stack,omitempty"`
 }
 
 // instant is when a call ran. At is the queue clock reading its
@@ -192,7 +261,7 @@ func chaosEnv(k string) string { return os.Getenv("LEASEQ_CHAOS_" + k) }
 func newChaosProc(t *testing.T) *chaosProc {
 	p := &chaosProc{t: t, ctx: context.Background(), name: chaosEnv("OWNER"), clock: &recordingClock{},
 		stop: chaosEnv("STOP")}
-	db, err := leaseq.Open(chaosEnv("DB"))
+	db, err := openBusy(chaosEnv("DB"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,12 +281,40 @@ func newChaosProc(t *testing.T) *chaosProc {
 	return p
 }
 
+// openBusy is leaseq.Open, tried again while it finds the file busy. Open
+// reads the schema to check the file and, having no context, does not
+// retry a lock wait that outlasts the busy timeout as the queue's calls do;
+// stopped processes and long reads that overlap, each stretched by the race
+// detector, can keep the file locked that long, and a process starting into
+// it then tries again, as a service would.
+func openBusy(path string) (*sql.DB, error) {
+	for give := time.Now().Add(chaosDrain); ; {
+		db, err := leaseq.Open(path)
+		if err == nil || !strings.Contains(err.Error(), "SQLITE_BUSY") || time.Now().After(give) {
+			return db, err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func (p *chaosProc) write(e histEvent) {
 	b, _ := json.Marshal(e)
 	if _, err := p.hist.Write(append(b, '\n')); err != nil {
-		p.t.Fatal(err)
+		p.die("writing the history: %v", err)
 	}
 }
+
+// die ends the process at once from any goroutine (t.Fatal works only on
+// the test's own, and a panic in a handler would be taken for the
+// handler's); the parent sees it exit on its own and fails the test with
+// this output.
+func (p *chaosProc) die(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s: %s\n", p.name, fmt.Sprintf(format, args...))
+	os.Exit(2)
+}
+
+// now reads the queue's clock, in Unix milliseconds.
+func (p *chaosProc) now() int64 { return p.clock.Now().UnixMilli() }
 
 // stopped reports whether the parent asked this process to stop, and if so
 // writes the exit line.
@@ -364,15 +461,26 @@ func (w *chaosWorker) deliver(c leaseq.Claim, plan deliveryPlan) leaseq.Claim {
 
 // post delivers c to the receiver, which answers as the plan says.
 func (w *chaosWorker) post(c leaseq.Claim, plan deliveryPlan) error {
+	return postDelivery(context.Background(), w.client, w.recv, c, plan.outcome, plan.stall)
+}
+
+// postDelivery delivers c to the receiver at recv, which answers after
+// stall as plan (finish, release or fail) says; ctx ends the request.
+func postDelivery(ctx context.Context, client *http.Client, recv string, c leaseq.Claim, plan string, stall time.Duration) error {
 	v := url.Values{"job": {c.ID}, "qty": {strconv.Itoa(c.Qty)}, "payload": {string(c.Payload)},
-		"owner": {w.name}, "token": {strconv.FormatInt(c.Token, 10)},
-		"stall": {strconv.FormatInt(plan.stall.Milliseconds(), 10)}, "plan": {plan.outcome}}
-	resp, err := w.client.PostForm(w.recv, v)
+		"owner": {c.Owner}, "token": {strconv.FormatInt(c.Token, 10)},
+		"stall": {strconv.FormatInt(stall.Milliseconds(), 10)}, "plan": {plan}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, recv, strings.NewReader(v.Encode()))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := client.Do(req)
 	if err != nil {
 		return err
 	}
 	resp.Body.Close()
-	if want := receiverStatus(plan.outcome); resp.StatusCode != want {
+	if want := receiverStatus(plan); resp.StatusCode != want {
 		return fmt.Errorf("receiver answered %s, want %d", resp.Status, want)
 	}
 	return nil
@@ -408,6 +516,257 @@ func chaosReleaseReason(id string, token int64) string {
 
 func chaosFailReason(id string, token int64) string {
 	return fmt.Sprintf("permanent failure of %s token %d", id, token)
+}
+
+// TestChildChaosPool is a chaos pool process: Queue.Work with
+// chaosPoolConcurrency handlers, heartbeats a third of the lease, a small
+// Backoff, and a Logger that writes Work's records to the history. Each
+// handler logs its start, the end of its context as its watcher sees it, and
+// its return; an observer goroutine logs the gaps in the process's running
+// time. SIGTERM or the stop file shuts the pool down gracefully. It is
+// started by TestChaos and does nothing otherwise.
+func TestChildChaosPool(t *testing.T) {
+	if os.Getenv("LEASEQ_CHILD") != "chaos-pool" {
+		return
+	}
+	// Before the start line: the parent sends SIGTERM only once it is
+	// there.
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	w := &chaosPool{chaosProc: newChaosProc(t), client: &http.Client{}, recv: chaosEnv("URL")}
+	ctx, shutdown := context.WithCancel(context.Background())
+	go w.awaitShutdown(term, shutdown)
+	go w.observe()
+	opts := leaseq.WorkerOptions{Owner: w.name, Concurrency: chaosPoolConcurrency, Lease: chaosLease,
+		Heartbeat: chaosHeartbeat, Backoff: chaosBackoff, PollInterval: chaosPollInterval,
+		DrainTimeout: chaosDrainTimeout, Logger: slog.New(historyLog{w.chaosProc})}
+	if err := w.q.Work(ctx, opts, w.handle); err != nil {
+		t.Fatalf("Work: %v", err)
+	}
+	w.write(histEvent{Ev: "exit", Owner: w.name})
+}
+
+// chaosBackoff is the pools' Backoff: small, so that released jobs come
+// back within the run, and exact, so that the checker can tell the delay
+// Work must have asked for (rule 30 in README's "The rules").
+func chaosBackoff(attempt int) time.Duration { return time.Duration(attempt) * 40 * time.Millisecond }
+
+type chaosPool struct {
+	*chaosProc
+	client *http.Client
+	recv   string
+}
+
+// awaitShutdown waits for SIGTERM or the stop file, writes the shutdown
+// line and only then cancels Work's context, so that the line's reading
+// comes before Work's drain begins.
+func (w *chaosPool) awaitShutdown(term <-chan os.Signal, shutdown context.CancelFunc) {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for stop := false; !stop; {
+		select {
+		case <-term:
+			stop = true
+		case <-tick.C:
+			_, err := os.Stat(w.stop)
+			stop = err == nil
+		}
+	}
+	w.write(histEvent{Ev: "shutdown", Owner: w.name, instant: instant{At: w.now()}})
+	shutdown()
+}
+
+// observe reads the clock every chaosObserveEvery and logs each gap of
+// chaosGapMin or more between two readings: a time in which this
+// goroutine, and as a rule the whole process, did not run — a SIGSTOP, or a
+// host too busy to schedule it. The checker does not count such gaps
+// against the process when it judges how late a handler saw its lease end.
+func (w *chaosPool) observe() {
+	tick := time.NewTicker(chaosObserveEvery)
+	defer tick.Stop()
+	last := w.now()
+	for range tick.C {
+		now := w.now()
+		if now-last >= chaosGapMin.Milliseconds() {
+			w.write(histEvent{Ev: "gap", Owner: w.name, instant: instant{T0: last, T1: now}})
+		}
+		last = now
+	}
+}
+
+// workPlan is what one handler does.
+type workPlan struct {
+	style  string        // quick; slow: works for span watching its context; stall: in a call that ignores it for span
+	span   time.Duration // one to three leases
+	result string        // finish, error, retry, permanent, panic
+	delay  time.Duration // retry's
+}
+
+func newWorkPlan() workPlan {
+	p := workPlan{style: "quick", result: "finish", span: randDur(chaosLease, 3*chaosLease)}
+	switch r := rand.IntN(100); {
+	case r < 20:
+		p.style = "slow"
+	case r < 35:
+		p.style = "stall"
+	}
+	switch r := rand.IntN(100); {
+	case r < 9:
+		p.result = "error"
+	case r < 15:
+		p.result, p.delay = "retry", randDur(time.Millisecond, chaosMaxDelay)
+	case r < 20:
+		p.result = "permanent"
+	case r < 24:
+		p.result = "panic"
+	}
+	return p
+}
+
+// workResult is what a handler returns: kind is its plan's result, or
+// "gave up" when it stopped because its context ended; text is the
+// error's text, as Work will record it.
+type workResult struct {
+	kind, text string
+	delay      time.Duration
+}
+
+// receiverPlan is the call a handler's result asks Work for, which is what
+// the receiver is told to expect.
+func receiverPlan(result string) string {
+	switch result {
+	case "finish":
+		return "finish"
+	case "permanent":
+		return "fail"
+	}
+	return "release"
+}
+
+// handle is the pool's Handler. It logs its start, watches its context,
+// works as its plan says, and logs its return before returning (or
+// panicking).
+func (w *chaosPool) handle(ctx context.Context, c leaseq.Claim) error {
+	p := newWorkPlan()
+	w.write(histEvent{Ev: "run", Job: c.ID, Owner: c.Owner, Token: c.Token, Attempt: c.Attempt,
+		LeaseUntil: c.LeaseUntil.UnixMilli(), Deadline: unixMS(c.Deadline), Plan: p.result, Style: p.style,
+		instant: instant{At: w.now()}})
+	unwatch := w.watch(ctx, c)
+	res := w.work(ctx, c, p)
+	unwatch()
+	// The clock first, then the context: a context still live after the
+	// reading was live at it.
+	e := histEvent{Ev: "return", Job: c.ID, Owner: c.Owner, Token: c.Token, Plan: res.kind, Reason: res.text,
+		Delay: res.delay.Milliseconds(), instant: instant{At: w.now()}}
+	if ctx.Err() != nil {
+		e.Cause = context.Cause(ctx).Error()
+	}
+	w.write(e)
+	switch res.kind {
+	case "finish":
+		return nil
+	case "retry":
+		return leaseq.RetryAfter(res.delay, errors.New(res.text))
+	case "permanent":
+		return leaseq.Permanent(errors.New(res.text))
+	case "panic":
+		panic(strings.TrimPrefix(res.text, "panic: "))
+	}
+	return errors.New(res.text)
+}
+
+// watch logs the end of ctx when it comes, until the returned function is
+// called; that function returns once the watcher is gone, so that the end
+// Work gives every context after its handler returned is never logged.
+func (w *chaosPool) watch(ctx context.Context, c leaseq.Claim) func() {
+	stop, gone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(gone)
+		select {
+		case <-ctx.Done():
+			at := w.now()
+			w.write(histEvent{Ev: "ctxend", Job: c.ID, Owner: c.Owner, Token: c.Token,
+				Cause: context.Cause(ctx).Error(), instant: instant{At: at}})
+		case <-stop:
+		}
+	}()
+	return func() { close(stop); <-gone }
+}
+
+// work does what the plan says: a slow handler works for its span unless
+// its context ends first; a stalled one delivers through a call that takes
+// no context and answers only after its span; the others deliver at once,
+// on their context. A handler that finds its context ended before its
+// delivery answered gives up.
+func (w *chaosPool) work(ctx context.Context, c leaseq.Claim, p workPlan) workResult {
+	gaveUp := func() workResult {
+		return workResult{kind: "gave up", text: fmt.Sprintf("gave up %s token %d: %v", c.ID, c.Token, context.Cause(ctx))}
+	}
+	if p.style == "slow" {
+		t := time.NewTimer(p.span)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return gaveUp()
+		case <-t.C:
+		}
+	}
+	rctx, stall := ctx, time.Duration(0)
+	if p.style == "stall" {
+		rctx, stall = context.Background(), p.span
+	}
+	if err := postDelivery(rctx, w.client, w.recv, c, receiverPlan(p.result), stall); err != nil {
+		if ctx.Err() != nil && rctx == ctx {
+			return gaveUp()
+		}
+		w.die("deliver %s token %d: %v", c.ID, c.Token, err)
+	}
+	w.write(histEvent{Ev: "deliver", Job: c.ID, Owner: c.Owner, Token: c.Token, Plan: receiverPlan(p.result),
+		instant: instant{T1: w.now()}})
+	switch p.result {
+	case "error":
+		return workResult{kind: "error", text: chaosReleaseReason(c.ID, c.Token)}
+	case "retry":
+		return workResult{kind: "retry", text: fmt.Sprintf("busy: retry %s token %d later", c.ID, c.Token), delay: p.delay}
+	case "permanent":
+		return workResult{kind: "permanent", text: chaosFailReason(c.ID, c.Token)}
+	case "panic":
+		return workResult{kind: "panic", text: fmt.Sprintf("panic: chaos panic in %s token %d", c.ID, c.Token)}
+	}
+	return workResult{kind: "finish"}
+}
+
+// historyLog is a slog.Handler that writes every record of Work to the
+// history, with the attributes the checker reads.
+type historyLog struct{ p *chaosProc }
+
+func (h historyLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h historyLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h historyLog) WithGroup(string) slog.Handler            { return h }
+
+func (h historyLog) Handle(_ context.Context, r slog.Record) error {
+	e := histEvent{Ev: "log", Msg: r.Message, Level: r.Level.String(), instant: instant{T1: r.Time.UnixMilli()}}
+	r.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case "job":
+			e.Job = a.Value.String()
+		case "owner":
+			e.Owner = a.Value.String()
+		case "token":
+			e.Token, _ = a.Value.Any().(int64)
+		case "outcome":
+			e.Outcome = a.Value.String()
+		case "error":
+			e.Err = a.Value.String()
+		case "panic":
+			e.Reason = a.Value.String()
+		case "stack":
+			e.Stack = a.Value.String() != ""
+		}
+		return true
+	})
+	h.p.write(e)
+	return nil
 }
 
 // TestChildChaosOperator is the chaos operator process: it cancels
@@ -647,7 +1006,7 @@ func (rc *receiver) count() int {
 // incarnation is one run of a chaos process under a name.
 type incarnation struct {
 	name    string
-	role    string // "chaos-worker" or "chaos-operator"
+	role    string // "chaos-worker" (a loop worker), "chaos-pool" or "chaos-operator"
 	n       int
 	hist    string
 	out     string
@@ -655,7 +1014,23 @@ type incarnation struct {
 	exited  chan struct{}
 	waitErr error
 	killed  bool
+	// began is the real time (Unix ms) just before it was started, ended
+	// just after it was reaped (0 while it runs), killedAt just before
+	// SIGKILL was sent to it.
+	began, ended, killedAt int64
+	// pauses are the times it was stopped, each from just before SIGSTOP
+	// was sent to just after SIGCONT was (or it was reaped, if it was
+	// killed stopped).
+	pauses []interval
+	// The parent's view while it runs: stopped since stoppedAt until
+	// resumeAt (zero while it runs); terminating since it was sent SIGTERM.
+	stoppedAt   int64
+	resumeAt    time.Time
+	terminating time.Time
 }
+
+// interval is a time from..to in Unix milliseconds.
+type interval struct{ from, to int64 }
 
 // chaosOperatorName is the operator process's name.
 const chaosOperatorName = "op"
@@ -668,17 +1043,30 @@ type chaos struct {
 	url    string
 	all    []*incarnation
 	live   map[string]*incarnation
-	// killable are the names the next kill picks from.
-	killable       []string
-	kills, opKills int
-	soak           bool
-	// killAt is when the next kill is due; lastReport when progress was
-	// last logged in a soak.
-	killAt, lastReport time.Time
+	// names are the processes in the chaos: the workers and, while jobs
+	// arrive, the operator.
+	names                                []string
+	kills, opKills, pauses, terms, holds int
+	soak                                 bool
+	// killAt, pauseAt, termAt and holdAt are when the next of each is
+	// due; lastReport when progress was last logged in a soak.
+	killAt, pauseAt, termAt, holdAt, lastReport time.Time
+	// reader is the parent's own database handle for long reads; holding
+	// counts the reads still open.
+	reader  *sql.DB
+	holding sync.WaitGroup
+	// counted is the count of open jobs under way, if any; see openJobs.
+	counted chan statsResult
+	// audit is every committed change of a job, read after the run.
+	audit []auditRow
 }
 
 // stopFile is the file whose existence asks the processes of role to stop.
 func (c *chaos) stopFile(role string) string { return filepath.Join(c.dir, "stop-"+role) }
+
+// chaosChildTests are the tests that are the chaos processes, by role.
+var chaosChildTests = map[string]string{"chaos-worker": "^TestChildChaosWorker$", "chaos-pool": "^TestChildChaosPool$",
+	"chaos-operator": "^TestChildChaosOperator$"}
 
 func (c *chaos) start(name, role string) {
 	c.t.Helper()
@@ -695,22 +1083,20 @@ func (c *chaos) start(name, role string) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	run := "^TestChildChaosWorker$"
-	if role == "chaos-operator" {
-		run = "^TestChildChaosOperator$"
-	}
-	inc.cmd = exec.Command(os.Args[0], "-test.run="+run, "-test.count=1")
+	inc.cmd = exec.Command(os.Args[0], "-test.run="+chaosChildTests[role], "-test.count=1")
 	inc.cmd.Env = append(os.Environ(), "LEASEQ_CHILD="+role, "LEASEQ_CHAOS_OWNER="+name,
 		"LEASEQ_CHAOS_DB="+c.dbPath, "LEASEQ_CHAOS_HISTORY="+inc.hist, "LEASEQ_CHAOS_URL="+c.url,
 		"LEASEQ_CHAOS_STOP="+c.stopFile(role),
 		// A race-enabled binary otherwise sleeps a second before exiting.
 		"GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0")
 	inc.cmd.Stdout, inc.cmd.Stderr = out, out
+	inc.began = time.Now().UnixMilli()
 	if err := inc.cmd.Start(); err != nil {
 		c.t.Fatal(err)
 	}
 	go func() {
 		inc.waitErr = inc.cmd.Wait()
+		inc.ended = time.Now().UnixMilli()
 		out.Close()
 		close(inc.exited)
 	}()
@@ -718,7 +1104,17 @@ func (c *chaos) start(name, role string) {
 	c.live[name] = inc
 }
 
-// kill SIGKILLs a process, waits for it to die and starts it again.
+// signal sends sig to inc, failing the test if inc has exited on its own.
+func (c *chaos) signal(inc *incarnation, sig syscall.Signal) {
+	c.t.Helper()
+	if err := inc.cmd.Process.Signal(sig); err != nil {
+		<-inc.exited
+		c.failExit(inc)
+	}
+}
+
+// kill SIGKILLs a process, stopped or not, waits for it to die and starts
+// it again.
 func (c *chaos) kill(name string, verbose bool, since time.Time) {
 	c.t.Helper()
 	inc := c.live[name]
@@ -727,13 +1123,14 @@ func (c *chaos) kill(name string, verbose bool, since time.Time) {
 		c.failExit(inc)
 	default:
 	}
-	inc.killed = true
-	if err := inc.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		c.t.Fatalf("kill %s: %v", name, err)
-	}
+	inc.killed, inc.killedAt = true, time.Now().UnixMilli()
+	c.signal(inc, syscall.SIGKILL)
 	<-inc.exited
 	if ws, ok := inc.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		c.failExit(inc) // it had exited on its own just before the signal
+	}
+	if !inc.resumeAt.IsZero() {
+		inc.pauses, inc.resumeAt = append(inc.pauses, interval{inc.stoppedAt, inc.ended}), time.Time{}
 	}
 	c.kills++
 	if inc.role == "chaos-operator" {
@@ -745,13 +1142,134 @@ func (c *chaos) kill(name string, verbose bool, since time.Time) {
 	c.start(name, inc.role)
 }
 
-// checkAlive fails the test if a process died without being killed.
+// pause stops a process with SIGSTOP for one to three leases, as a long GC
+// pause or a host that stopped scheduling it would: its heartbeats stop
+// with everything else in it, so its leases run out and other workers may
+// take its jobs, and a lock it holds holds up every other process.
+// resumeDue sends SIGCONT when the time has come.
+func (c *chaos) pause(name string, verbose bool, since time.Time) {
+	c.t.Helper()
+	inc := c.live[name]
+	inc.stoppedAt = time.Now().UnixMilli()
+	c.signal(inc, syscall.SIGSTOP)
+	d := randDur(chaosLease, 3*chaosLease)
+	inc.resumeAt = time.Now().Add(d)
+	c.pauses++
+	if verbose {
+		c.t.Logf("+%.1fs kill -STOP %s (incarnation %d) for %v", time.Since(since).Seconds(), name, inc.n, d.Round(time.Millisecond))
+	}
+}
+
+func (c *chaos) resume(inc *incarnation) {
+	c.t.Helper()
+	c.signal(inc, syscall.SIGCONT)
+	inc.pauses, inc.resumeAt = append(inc.pauses, interval{inc.stoppedAt, time.Now().UnixMilli()}), time.Time{}
+}
+
+// resumeDue sends SIGCONT to the stopped processes whose time has come.
+func (c *chaos) resumeDue() {
+	c.t.Helper()
+	for _, inc := range c.live {
+		if !inc.resumeAt.IsZero() && time.Now().After(inc.resumeAt) {
+			c.resume(inc)
+		}
+	}
+}
+
+// started reports whether the process has written its start line.
+func (inc *incarnation) started() bool {
+	st, err := os.Stat(inc.hist)
+	return err == nil && st.Size() > 0
+}
+
+// terminate asks a pool to shut down gracefully (SIGTERM);
+// restartTerminated starts it again once it has.
+func (c *chaos) terminate(name string, verbose bool, since time.Time) {
+	c.t.Helper()
+	inc := c.live[name]
+	c.signal(inc, syscall.SIGTERM)
+	inc.terminating = time.Now()
+	c.terms++
+	if verbose {
+		c.t.Logf("+%.1fs kill -TERM %s (incarnation %d)", time.Since(since).Seconds(), name, inc.n)
+	}
+}
+
+// hold keeps a read statement open on the file for one to three leases, as
+// a report, a backup or a dashboard may: every COMMIT waits for it (see
+// Open), so while it lasts every process's writes — heartbeats and claims
+// among them — are held up in their COMMIT while the clock goes on, and a
+// call whose statement ran before a lease ended may return after it. It
+// reads only the schema; the read lock is on the whole file all the same.
+//
+// A read that finds a hot journal (a writer was killed mid-commit) must
+// roll it back under an exclusive lock, which SQLite does not wait for
+// while another read is open; the queue retries such reads, and the parent
+// simply skips this one.
+func (c *chaos) hold(verbose bool, since time.Time) {
+	d := randDur(chaosLease, 3*chaosLease)
+	c.holds++
+	if verbose {
+		c.t.Logf("+%.1fs a read held open for %v", time.Since(since).Seconds(), d.Round(time.Millisecond))
+	}
+	// On a goroutine of its own: opening a read may wait for a lock that a
+	// process the parent has stopped holds.
+	c.holding.Add(1)
+	go func() {
+		defer c.holding.Done()
+		rows, err := c.reader.Query("SELECT name FROM sqlite_schema")
+		if err == nil && !rows.Next() {
+			err = fmt.Errorf("no rows: %w", rows.Err())
+		}
+		if err == nil {
+			time.Sleep(d)
+		}
+		if rows != nil {
+			rows.Close()
+		}
+		if err != nil && !strings.Contains(err.Error(), "SQLITE_BUSY") {
+			c.t.Errorf("holding a read: %v", err)
+		}
+	}()
+}
+
+// chaosShutdownBound bounds a pool's graceful shutdown: its drain, plus a
+// handler stalled in a call that ignores its context.
+const chaosShutdownBound = 30 * time.Second
+
+// restartTerminated starts again the pools that shut down after SIGTERM,
+// failing the test if one failed to exit cleanly or in time.
+func (c *chaos) restartTerminated() {
+	c.t.Helper()
+	for name, inc := range c.live {
+		if inc.terminating.IsZero() {
+			continue
+		}
+		select {
+		case <-inc.exited:
+			if inc.waitErr != nil {
+				c.failExit(inc)
+			}
+			c.start(name, inc.role)
+		default:
+			if time.Since(inc.terminating) > chaosShutdownBound {
+				inc.cmd.Process.Kill()
+				c.t.Fatalf("%s did not shut down within %v of SIGTERM", inc.name, chaosShutdownBound)
+			}
+		}
+	}
+}
+
+// checkAlive fails the test if a process died without being killed or
+// asked to stop.
 func (c *chaos) checkAlive() {
 	c.t.Helper()
 	for _, inc := range c.live {
 		select {
 		case <-inc.exited:
-			c.failExit(inc)
+			if inc.terminating.IsZero() {
+				c.failExit(inc)
+			}
 		default:
 		}
 	}
@@ -763,19 +1281,33 @@ func (c *chaos) failExit(inc *incarnation) {
 	c.t.Fatalf("%s %s (incarnation %d) exited on its own: %v\n%s", inc.role, inc.name, inc.n, inc.waitErr, out)
 }
 
-// stop asks the live processes of role to stop and waits for them.
+// resumeAll continues every stopped process: before the parent waits for
+// anything a stopped process may hold up, such as a lock.
+func (c *chaos) resumeAll() {
+	c.t.Helper()
+	for _, inc := range c.live {
+		if !inc.resumeAt.IsZero() {
+			c.resume(inc)
+		}
+	}
+}
+
+// stop asks the live processes of role to stop, continues the stopped ones
+// (of every role: a stopped process may hold the lock the others need to
+// get to their stop), waits for them and takes them out of the chaos.
 func (c *chaos) stop(role string) {
 	c.t.Helper()
 	if err := os.WriteFile(c.stopFile(role), nil, 0o644); err != nil {
 		c.t.Fatal(err)
 	}
+	c.resumeAll()
 	for name, inc := range c.live {
 		if inc.role != role {
 			continue
 		}
 		select {
 		case <-inc.exited:
-		case <-time.After(30 * time.Second):
+		case <-time.After(chaosShutdownBound):
 			inc.cmd.Process.Kill()
 			c.t.Fatalf("%s did not stop", inc.name)
 		}
@@ -784,6 +1316,7 @@ func (c *chaos) stop(role string) {
 		}
 		delete(c.live, name)
 	}
+	c.names = slices.DeleteFunc(c.names, func(name string) bool { return c.live[name] == nil })
 }
 
 // chaosDuration is how long jobs arrive: chaosRun, or LEASEQ_SOAK.
@@ -798,16 +1331,17 @@ func chaosDuration(t *testing.T) (time.Duration, bool) {
 	return chaosRun, false
 }
 
-// TestChaos is kill -9 chaos: chaosWorkers worker processes claim, deliver
+// TestChaos is kill -9 chaos: loop workers and Work pools claim, deliver
 // and then finish, release or fail jobs on one database file with short
-// leases on the real clock, renewing the lease while a slow delivery runs;
+// leases on the real clock, renewing the lease while slow deliveries run;
 // some deliveries stall past the lease; an operator process cancels,
 // purges and enqueues purged IDs again; and all of them are SIGKILLed at
-// random moments and restarted under the same names. When the jobs have
-// stopped arriving the operator is stopped (jobs it enqueued again would
-// keep the queue from draining), and when the queue has drained,
-// checkHistory verifies the histories against the final rows and the
-// receiver (see there for what is asserted).
+// random moments and restarted under the same names, stopped for a few
+// leases with SIGSTOP, and pools are shut down gracefully and restarted.
+// When the jobs have stopped arriving the operator is stopped (jobs it
+// enqueued again would keep the queue from draining), and when the queue has
+// drained, checkHistory verifies the histories against the final rows, the
+// audit and the receiver (see there for what is asserted).
 func TestChaos(t *testing.T) {
 	run, soak := chaosDuration(t)
 	dir := t.TempDir()
@@ -826,6 +1360,12 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	installChaosAudit(t, db)
+	if c.reader, err = leaseq.Open(c.dbPath); err != nil {
+		t.Fatal(err)
+	}
+	defer c.reader.Close()
+	defer c.holding.Wait() // after the processes are killed, below
 	// A backlog before the workers start, so that they are busy from the
 	// first kill on; more jobs arrive while they run.
 	var backlog []leaseq.Job
@@ -836,12 +1376,16 @@ func TestChaos(t *testing.T) {
 		}
 		backlog = append(backlog, j)
 	}
-	for i := 0; i < chaosWorkers; i++ {
-		c.killable = append(c.killable, fmt.Sprintf("w%d", i+1))
-		c.start(c.killable[i], "chaos-worker")
+	for i := 0; i < chaosLoopWorkers; i++ {
+		c.names = append(c.names, fmt.Sprintf("w%d", i+1))
+		c.start(c.names[len(c.names)-1], "chaos-worker")
+	}
+	for i := 0; i < chaosPools; i++ {
+		c.names = append(c.names, fmt.Sprintf("pool%d", i+1))
+		c.start(c.names[len(c.names)-1], "chaos-pool")
 	}
 	c.start(chaosOperatorName, "chaos-operator")
-	c.killable = append(c.killable, chaosOperatorName)
+	c.names = append(c.names, chaosOperatorName)
 	defer func() {
 		for _, inc := range c.live {
 			inc.cmd.Process.Kill()
@@ -851,7 +1395,7 @@ func TestChaos(t *testing.T) {
 	produced := make(chan []leaseq.Job, 1)
 	produceErr := make(chan error, 1)
 	go func() { produce(ctx, q, backlog, run, produced, produceErr) }()
-	for len(produced) == 0 { // kill while jobs arrive
+	for len(produced) == 0 { // chaos while jobs arrive
 		c.chaosTick(rcv, began)
 	}
 	jobs := <-produced
@@ -859,41 +1403,93 @@ func TestChaos(t *testing.T) {
 		t.Fatalf("enqueue: %v", err)
 	}
 	c.stop("chaos-operator")
-	c.killable = c.killable[:chaosWorkers]
 	c.killUntilDrained(q, rcv, began)
+	c.resumeAll() // a stopped process may hold the lock a long read waits for
+	c.holding.Wait()
 	c.stop("chaos-worker")
+	c.stop("chaos-pool")
 	elapsed := time.Since(began)
+	c.audit = readChaosAudit(t, db)
 	c.report(checkHistory(t, q, c, jobs, rcv), elapsed)
 }
 
-// killUntilDrained goes on killing until no job is pending or leased, and
-// fails the test if that takes longer than chaosDrain.
+// killUntilDrained goes on with the chaos until no job is pending or
+// leased, and fails the test if that takes longer than chaosDrain.
 func (c *chaos) killUntilDrained(q *leaseq.Queue, rcv *receiver, began time.Time) {
 	drainBy := time.Now().Add(chaosDrain)
-	for open := openJobs(c.t, q); open > 0; open = openJobs(c.t, q) {
+	for {
+		open, known := c.openJobs(q)
+		if known && open == 0 {
+			return
+		}
 		if time.Now().After(drainBy) {
+			c.resumeAll()
 			c.t.Fatalf("%d jobs still pending or leased %v after the last enqueue; rows:\n%s", open, chaosDrain, dumpOpen(q))
 		}
 		c.chaosTick(rcv, began)
 	}
 }
 
-// chaosTick is one step of the parent's loop: check that no process died on
-// its own, kill one when its time has come, report progress in a soak.
+// chaosTick is one step of the parent's loop: continue the processes whose
+// pause is over, restart the pools that shut down, check that no process
+// died on its own, kill, pause or shut down one when its time has come,
+// and report progress in a soak.
 func (c *chaos) chaosTick(rcv *receiver, began time.Time) {
-	time.Sleep(10 * time.Millisecond)
+	time.Sleep(5 * time.Millisecond)
+	c.resumeDue()
+	c.restartTerminated()
 	c.checkAlive()
+	now, verbose := time.Now(), !c.soak
 	if c.killAt.IsZero() {
-		c.killAt = time.Now().Add(randDur(100*time.Millisecond, 800*time.Millisecond))
+		c.killAt, c.pauseAt, c.termAt, c.holdAt = now.Add(chaosAfter(chaosKillEvery)),
+			now.Add(chaosAfter(chaosPauseEvery)), now.Add(chaosAfter(chaosTermEvery)), now.Add(chaosAfter(chaosHoldEvery))
 	}
-	if time.Now().After(c.killAt) {
-		c.kill(c.killable[rand.IntN(len(c.killable))], !c.soak, began)
-		c.killAt = time.Now().Add(randDur(100*time.Millisecond, 800*time.Millisecond))
+	running := func(inc *incarnation) bool { return inc.resumeAt.IsZero() && inc.terminating.IsZero() }
+	if now.After(c.killAt) {
+		if name := c.pick(func(inc *incarnation) bool { return inc.terminating.IsZero() }); name != "" {
+			c.kill(name, verbose, began)
+		}
+		c.killAt = now.Add(chaosAfter(chaosKillEvery))
+	}
+	if now.After(c.pauseAt) {
+		if name := c.pick(running); name != "" {
+			c.pause(name, verbose, began)
+		}
+		c.pauseAt = now.Add(chaosAfter(chaosPauseEvery))
+	}
+	if now.After(c.termAt) {
+		if name := c.pick(func(inc *incarnation) bool { return inc.role == "chaos-pool" && running(inc) && inc.started() }); name != "" {
+			c.terminate(name, verbose, began)
+		}
+		c.termAt = now.Add(chaosAfter(chaosTermEvery))
+	}
+	if now.After(c.holdAt) {
+		c.hold(verbose, began)
+		c.holdAt = now.Add(chaosAfter(chaosHoldEvery))
 	}
 	if c.soak && time.Since(c.lastReport) > 30*time.Second {
 		c.lastReport = time.Now()
-		c.t.Logf("+%.0fs: %d kills, %d deliveries so far", time.Since(began).Seconds(), c.kills, rcv.count())
+		c.t.Logf("+%.0fs: %d kills, %d pauses, %d graceful restarts, %d long reads, %d deliveries so far",
+			time.Since(began).Seconds(), c.kills, c.pauses, c.terms, c.holds, rcv.count())
 	}
+}
+
+// chaosAfter is a random wait between every and eight times it.
+func chaosAfter(every time.Duration) time.Duration { return randDur(every, 8*every) }
+
+// pick is a random name of the chaos whose live incarnation ok accepts, or
+// "" if there is none.
+func (c *chaos) pick(ok func(*incarnation) bool) string {
+	var names []string
+	for _, name := range c.names {
+		if ok(c.live[name]) {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return names[rand.IntN(len(names))]
 }
 
 // report logs what happened and fails the test on violations.
@@ -918,8 +1514,10 @@ func (c *chaos) report(rep chaosReport, elapsed time.Duration) {
 			t.Logf("quarantined %s", s)
 		}
 	}
-	t.Logf("chaos: %v, %d workers and an operator, lease %v: %s; %d kills (%d of the operator); %d violations",
-		elapsed.Round(time.Millisecond), chaosWorkers, chaosLease, rep.summary(), c.kills, c.opKills, len(rep.violations))
+	t.Logf("chaos: %v, %d loop workers, %d pools of %d handlers and an operator, lease %v, heartbeat %v: %s; "+
+		"%d kills (%d of the operator), %d SIGSTOP pauses, %d graceful restarts of a pool, %d long reads; %d violations",
+		elapsed.Round(time.Millisecond), chaosLoopWorkers, chaosPools, chaosPoolConcurrency, chaosLease, chaosHeartbeat,
+		rep.summary(), c.kills, c.opKills, c.pauses, c.terms, c.holds, len(rep.violations))
 }
 
 // jobOf is the job ID a violation names first.
@@ -941,7 +1539,82 @@ func (c *chaos) historyOf(id string) string {
 			}
 		}
 	}
+	for _, a := range c.audit {
+		if a.ID == id {
+			fmt.Fprintf(&b, "  audit %+v\n", a)
+		}
+	}
 	return b.String()
+}
+
+// The audit. A pool's heartbeats are Work's own calls, and it logs none
+// that succeeds; and a pool killed mid-run may leave several committed
+// calls without a record. So the histories cannot tell how long a pool's
+// leases lasted. A trigger copies every change of a job's state into
+// chaos_audit inside the transaction that makes it, so a change is in the
+// audit exactly when it committed, in commit order, with the instant the
+// call judged it at (updated_at, which every changing statement sets to
+// its "now"). Promotions, which only move a job between the queue's
+// indexes, change no state and are left out. This is the one place the
+// chaos test touches the queue's table with SQL of its own; another engine
+// needs its own trigger here.
+var chaosAuditSQL = []string{`
+CREATE TABLE IF NOT EXISTS chaos_audit (
+  seq INTEGER PRIMARY KEY, id TEXT NOT NULL, old_status TEXT NOT NULL, status TEXT NOT NULL,
+  owner TEXT NOT NULL, old_token INTEGER NOT NULL, token INTEGER NOT NULL, attempts INTEGER NOT NULL,
+  lease_until INTEGER, deadline INTEGER, run_at INTEGER, reason TEXT NOT NULL, at INTEGER NOT NULL)`, `
+CREATE TRIGGER IF NOT EXISTS chaos_audit_update
+AFTER UPDATE OF status, owner, token, attempts, lease_until, run_at, reason, updated_at ON leaseq_jobs
+BEGIN
+  INSERT INTO chaos_audit (id, old_status, status, owner, old_token, token, attempts, lease_until, deadline,
+    run_at, reason, at)
+  VALUES (new.id, old.status, new.status, new.owner, old.token, new.token, new.attempts, new.lease_until,
+    new.deadline, new.run_at, new.reason, new.updated_at);
+END`}
+
+// auditRow is one committed change of a job: its state before (OldStatus,
+// OldToken) and after, and At, the clock reading the call judged by.
+// Times are Unix milliseconds, 0 for none.
+type auditRow struct {
+	Seq                          int64
+	ID, OldStatus, Status, Owner string
+	OldToken, Token              int64
+	Attempts                     int
+	LeaseUntil, Deadline, RunAt  int64
+	Reason                       string
+	At                           int64
+}
+
+func installChaosAudit(t *testing.T, db *sql.DB) {
+	t.Helper()
+	for _, stmt := range chaosAuditSQL {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatalf("installing the audit: %v", err)
+		}
+	}
+}
+
+func readChaosAudit(t *testing.T, db *sql.DB) []auditRow {
+	t.Helper()
+	rows, err := db.Query(`SELECT seq, id, old_status, status, owner, old_token, token, attempts,
+		coalesce(lease_until, 0), coalesce(deadline, 0), coalesce(run_at, 0), reason, at FROM chaos_audit ORDER BY seq`)
+	if err != nil {
+		t.Fatalf("reading the audit: %v", err)
+	}
+	defer rows.Close()
+	var audit []auditRow
+	for rows.Next() {
+		var a auditRow
+		if err := rows.Scan(&a.Seq, &a.ID, &a.OldStatus, &a.Status, &a.Owner, &a.OldToken, &a.Token, &a.Attempts,
+			&a.LeaseUntil, &a.Deadline, &a.RunAt, &a.Reason, &a.At); err != nil {
+			t.Fatalf("reading the audit: %v", err)
+		}
+		audit = append(audit, a)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("reading the audit: %v", err)
+	}
+	return audit
 }
 
 func randDur(lo, hi time.Duration) time.Duration { return lo + rand.N(hi-lo) }
@@ -986,14 +1659,37 @@ func produce(ctx context.Context, q *leaseq.Queue, jobs []leaseq.Job, run time.D
 	out <- jobs
 }
 
-// openJobs counts the jobs pending or leased, claimable or not.
-func openJobs(t *testing.T, q *leaseq.Queue) int {
-	t.Helper()
-	st, err := q.Stats(context.Background())
-	if err != nil {
-		t.Fatal(err)
+// openJobs counts the jobs pending or leased, claimable or not, on a
+// goroutine of its own; known is false until the count is in. The parent's
+// loop must never wait for the file: the lock may be held by a process it
+// has stopped and must continue, and a read waits out its busy timeout
+// whatever its context says. A count of 0 stays true once taken: with the
+// operator stopped and the producer done, nothing opens a job again.
+func (c *chaos) openJobs(q *leaseq.Queue) (open int, known bool) {
+	c.t.Helper()
+	if c.counted == nil {
+		counted := make(chan statsResult, 1)
+		c.counted = counted
+		go func() {
+			st, err := q.Stats(context.Background())
+			counted <- statsResult{st, err}
+		}()
 	}
-	return st.Pending + st.Scheduled + st.Leased + st.Expired
+	select {
+	case r := <-c.counted:
+		c.counted = nil
+		if r.err != nil {
+			c.t.Fatal(r.err)
+		}
+		return r.st.Pending + r.st.Scheduled + r.st.Leased + r.st.Expired, true
+	default:
+		return 0, false
+	}
+}
+
+type statsResult struct {
+	st  leaseq.Stats
+	err error
 }
 
 func dumpOpen(q *leaseq.Queue) string {

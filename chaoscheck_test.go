@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"os"
@@ -91,18 +92,38 @@ import (
 // final token, one by an incarnation with the row's owner name. Everything
 // else is a violation. Incarnations that were not killed must end with an
 // exit line; a killed one may end in a torn line, which is ignored.
+//
+// Pools. A pool's calls are Work's, so its claims, extensions and accepted
+// results come from the audit (exact, none unlogged) and its refusals from
+// Work's records (judged by the record's time); all of the above holds for
+// them as for a loop worker's logged calls (synthesizePools). Besides:
+//   - every claim of a pool was run by a handler of the incarnation that
+//     made it, unless that was killed, with the claim the queue made; no
+//     handler ran a claim the queue did not make;
+//   - every handler that returned (unless killed) had its result recorded
+//     or refused, or a database fault logged, and never both; what was
+//     recorded is what rule 30 asks for its return; it was recorded after
+//     the handler returned; a panic was logged at Error with its stack;
+//     nothing about a job was logged at Info;
+//   - a handler's context ended only with ErrLeaseLost, or with
+//     ErrShutdown once its pool's drain time was over;
+//   - no handler went on after its lease ended without its context having
+//     ended (checkContext).
 func checkHistory(t *testing.T, q *leaseq.Queue, c *chaos, jobs []leaseq.Job, rcv *receiver) chaosReport {
 	t.Helper()
 	k := &checker{t: t, all: c.all, jobs: map[string]*jobLog{}, spares: map[*incarnation]*spare{},
-		delivered: map[string]string{},
+		delivered: map[string]string{}, audit: c.audit, pools: map[*incarnation]*poolLog{}, runs: map[string]*workRun{},
+		poolNames: map[string]bool{},
 		rep:       chaosReport{accepted: map[string]int{}, refused: map[string]int{}, unlogged: map[string]int{}}}
 	k.loadRows(q)
 	k.loadHistories()
+	k.synthesizePools()
 	k.buildGenerations(jobs)
 	k.probePurged(q)
 	for _, id := range k.order {
 		k.checkJob(k.jobs[id])
 	}
+	k.checkPools()
 	for id, jl := range k.jobs {
 		if len(jl.gens) == 0 && (jl.row() != nil || len(jl.lives) > 0 || len(jl.cancels) > 0) {
 			k.bad("%s: in the table or the histories, but never enqueued", id)
@@ -124,6 +145,21 @@ type chaosReport struct {
 	accepted, refused, unlogged map[string]int // per call; unlogged: accepted calls a kill left without a line
 	purges, deleted             int
 	deliveries, repeats, failed int // successful deliveries, repeats of those, failed ones
+	pool                        poolReport
+}
+
+// poolReport is what checkHistory found about the pools.
+type poolReport struct {
+	runs, claims              int
+	extends, refusedExtends   int
+	lostSeen, shutdownSeen    int   // handlers that saw their context end with ErrLeaseLost, ErrShutdown
+	panics                    int   // handlers that panicked
+	outlived                  int   // handlers still running when their lease ended
+	startedLate               int   // handlers that started after their lease had ended
+	lateMax, lateRealMax      int64 // of those, the latest end of a context after the lease: running time, real time
+	cancelled                 int   // handlers whose job was cancelled while they ran
+	cancelSeenMax             int64 // of those, the longest running time from the cancel to the end of the context
+	recordFaults, claimFaults int   // database faults Work logged recording a result, claiming
 }
 
 // refusedFenced counts the refused fenced calls: stale or late claims.
@@ -141,7 +177,16 @@ func (r chaosReport) summary() string {
 		r.accepted["release"]+r.refused["release"], r.refused["release"], r.accepted["fail"]+r.refused["fail"], r.refused["fail"],
 		r.accepted["finish"]+r.refused["finish"], r.refused["finish"], r.unlogged["finish"],
 		r.accepted["cancel"]+r.refused["cancel"], r.refused["cancel"], r.purges, r.deleted,
-		r.deliveries, r.repeats, r.failed, r.refusedFenced(), fmtCounts(r.unlogged))
+		r.deliveries, r.repeats, r.failed, r.refusedFenced(), fmtCounts(r.unlogged)) + "; " + r.pool.summary()
+}
+
+func (p poolReport) summary() string {
+	return fmt.Sprintf("pools: %d handler runs of %d claims, %d heartbeats (%d refused), %d panics; "+
+		"handlers saw %d lease losses and %d shutdowns; %d outlived their lease (%d started after it), whose context ended at most "+
+		"%dms of running time (%dms of real time) after it or their start; %d were cancelled while running, and saw it at most "+
+		"%dms of running time later; database faults: %d recording, %d claiming",
+		p.runs, p.claims, p.extends+p.refusedExtends, p.refusedExtends, p.panics, p.lostSeen, p.shutdownSeen,
+		p.outlived, p.startedLate, p.lateMax, p.lateRealMax, p.cancelled, p.cancelSeenMax, p.recordFaults, p.claimFaults)
 }
 
 // fmtCounts prints counts by name in name order.
@@ -186,6 +231,7 @@ type life struct {
 	leaseEnd int64     // where the accepted calls left lease_until (a release: its instant)
 	release  *loggedOp // the accepted release
 	ending   *ending   // the accepted finish, fail or quarantining release
+	run      *workRun  // a pool's handler of it
 }
 
 // generation is one enqueue of an ID.
@@ -254,6 +300,10 @@ type checker struct {
 	purges    []*loggedOp
 	enqueues  []*loggedOp
 	delivered map[string]string // opKey of a logged deliver line → its plan
+	audit     []auditRow
+	pools     map[*incarnation]*poolLog
+	runs      map[string]*workRun // by opKey of the claim
+	poolNames map[string]bool
 }
 
 func (k *checker) bad(format string, args ...any) {
@@ -308,6 +358,10 @@ func (k *checker) loadHistories() {
 		case !inc.killed && (len(evs) == 0 || evs[len(evs)-1].Ev != "exit"):
 			k.bad("%s.%d: history does not end with exit, but it was not killed", inc.name, inc.n)
 		}
+		if inc.role == "chaos-pool" {
+			k.loadPool(inc, evs)
+			continue
+		}
 		if inc.killed && len(evs) > 0 {
 			if s := spareAfter(inc, evs[len(evs)-1]); s != nil {
 				k.spares[inc] = s
@@ -326,7 +380,7 @@ func spareAfter(inc *incarnation, e histEvent) *spare {
 	switch {
 	case inc.role == "chaos-operator" && e.Ev == "intent":
 		s.kind, s.from = e.Op, e.T0
-	case inc.role == "chaos-operator":
+	case inc.role != "chaos-worker":
 		return nil
 	case e.Ev == "start" || e.Ev == "finish" || e.Ev == "release" || e.Ev == "fail":
 		s.kind = "claim"
@@ -1386,6 +1440,567 @@ func readHistory(path string) ([]histEvent, bool, error) {
 	return evs, torn, sc.Err()
 }
 
+// The records of Work the checker reads, by message.
+const (
+	workExtensionRefused = "leaseq: extension refused; the job is no longer this handler's"
+	workLeaseEnded       = "leaseq: lease ended before the handler returned"
+	workResultRefused    = "leaseq: result refused; the lease was lost"
+	workRecordFailed     = "leaseq: recording a result failed"
+	workClaimFailed      = "leaseq: claiming failed; retrying"
+	workPanicked         = "leaseq: handler panicked"
+	workRecorded         = "leaseq: job " // + the outcome, at Debug: the result was recorded
+)
+
+// poolLog is what a pool incarnation logged besides its handlers' lines.
+type poolLog struct {
+	inc      *incarnation
+	gaps     []interval  // the observer's
+	shutdown int64       // when it began shutting down; 0: it did not
+	delivers []*loggedOp // indexed once the claims are
+}
+
+// workRun is one handler of a pool: its lines and Work's records about its
+// claim.
+type workRun struct {
+	inc    *incarnation
+	run    histEvent
+	ctxEnd *histEvent // what its watcher saw
+	ret    *histEvent
+	logs   []histEvent
+	life   *life // the audited claim it ran; nil if the queue made none
+}
+
+// loadPool indexes a pool incarnation's lines: runs first, as Work may log
+// about a claim (a lease that ended, say) before its handler's first line
+// when the process was stopped between the two.
+func (k *checker) loadPool(inc *incarnation, evs []histEvent) {
+	pl := &poolLog{inc: inc}
+	k.pools[inc] = pl
+	k.poolNames[inc.name] = true
+	for _, e := range evs {
+		if e.Ev != "run" {
+			continue
+		}
+		key := opKey(e.Job, e.Owner, e.Token)
+		if prev := k.runs[key]; prev != nil {
+			k.bad("%s: token %d run twice, by %s.%d and %s.%d", e.Job, e.Token, prev.inc.name, prev.inc.n, inc.name, inc.n)
+			continue
+		}
+		k.runs[key] = &workRun{inc: inc, run: e}
+	}
+	for _, e := range evs {
+		r := k.runs[opKey(e.Job, e.Owner, e.Token)]
+		switch {
+		case e.Ev == "gap":
+			pl.gaps = append(pl.gaps, interval{e.T0, e.T1})
+		case e.Ev == "shutdown":
+			pl.shutdown = e.At
+		case e.Ev == "deliver":
+			pl.delivers = append(pl.delivers, &loggedOp{e, inc})
+		case e.Ev == "log" && e.Job == "":
+			switch e.Msg {
+			case workClaimFailed:
+				k.rep.pool.claimFaults++
+			default:
+				k.bad("%s.%d: Work logged %q (%s) about no job", inc.name, inc.n, e.Msg, e.Level)
+			}
+		case e.Ev != "ctxend" && e.Ev != "return" && e.Ev != "log":
+		case r == nil || r.inc != inc:
+			k.bad("%s: %s.%d logged %s of token %d without a run of it", e.Job, inc.name, inc.n, e.Ev, e.Token)
+		case e.Ev == "log":
+			r.logs = append(r.logs, e)
+		case e.Ev == "ctxend" && r.ctxEnd == nil:
+			r.ctxEnd = &e
+		case e.Ev == "return" && r.ret == nil:
+			r.ret = &e
+		default:
+			k.bad("%s: %s.%d logged %s of token %d twice", e.Job, inc.name, inc.n, e.Ev, e.Token)
+		}
+	}
+}
+
+// synthesizePools turns the audit and Work's records into the lines a
+// loop worker would have written for the pools' calls, so that every check
+// of calls holds for them too: each audited claim, extension, finish,
+// release and fail of a pool (exact: at the instant its transaction judged
+// by), and each refusal Work logged (judged by the record's time). A claim
+// goes to the incarnation whose handler ran it or, if none did, to the one
+// of the owner's name that was running at its instant (a killed one first,
+// where two were). Each claim's calls are indexed in the order they were
+// made: by instant, extensions first at a tie — Work's keeper extends one
+// call at a time and stops before the result is recorded.
+func (k *checker) synthesizePools() {
+	calls := map[*life][]*loggedOp{}
+	for _, a := range k.audit {
+		kind := a.call()
+		if kind == "" || !k.poolNames[a.Owner] {
+			continue
+		}
+		if kind == "claim" {
+			k.rep.pool.claims++
+			if inc := k.claimant(a); inc != nil {
+				k.index(&loggedOp{a.event(kind), inc})
+			} else {
+				k.bad("%s: token %d claimed by %s at %d, when no incarnation of it was running", a.ID, a.Token, a.Owner, a.At)
+			}
+			continue
+		}
+		l := k.job(a.ID).lives[a.Token]
+		if l == nil || l.claim.Owner != a.Owner {
+			k.bad("%s: %s of token %d by %s at %d, with no claim of it", a.ID, kind, a.Token, a.Owner, a.At)
+			continue
+		}
+		if kind == "extend" {
+			k.rep.pool.extends++
+		}
+		calls[l] = append(calls[l], &loggedOp{a.event(kind), l.claim.inc})
+	}
+	for _, r := range k.runs {
+		l := k.job(r.run.Job).lives[r.run.Token]
+		if l == nil || l.claim.inc != r.inc {
+			continue // checkPools reports it
+		}
+		r.life, l.run = l, r
+		for _, e := range r.logs {
+			if op := r.refusal(e); op != nil {
+				if op.Ev == "extend" {
+					k.rep.pool.refusedExtends++
+				}
+				calls[l] = append(calls[l], &loggedOp{*op, r.inc})
+			}
+		}
+	}
+	for _, ops := range calls {
+		slices.SortStableFunc(ops, func(a, b *loggedOp) int {
+			return cmp.Or(cmp.Compare(a.madeAt(), b.madeAt()), cmp.Compare(a.order(), b.order()))
+		})
+		for _, op := range ops {
+			k.index(op)
+		}
+	}
+	for _, pl := range k.pools {
+		for _, op := range pl.delivers {
+			k.index(op)
+		}
+	}
+}
+
+// madeAt is where a synthesized call goes in its claim's order: its
+// instant if audited, the record's time if refused.
+func (op *loggedOp) madeAt() int64 {
+	if op.At != 0 {
+		return op.At
+	}
+	return op.T1
+}
+
+// order puts extensions before results made at the same instant.
+func (op *loggedOp) order() int {
+	if op.Ev == "extend" {
+		return 0
+	}
+	return 1
+}
+
+// call names the holder's call an audited change is: claim, extend,
+// finish, release or fail; or "" for a change no holder makes — an
+// operator's cancel, the claims' quarantine sweep — or an enqueue.
+func (a auditRow) call() string {
+	switch {
+	case a.Token == a.OldToken+1 && a.Status == string(leaseq.StatusLeased):
+		return "claim"
+	case a.Token != a.OldToken || a.OldStatus != string(leaseq.StatusLeased):
+		return ""
+	case a.Status == string(leaseq.StatusLeased):
+		return "extend"
+	case a.Status == string(leaseq.StatusDone):
+		return "finish"
+	case a.Status == string(leaseq.StatusPending) || releaseReason(a.Reason) != "":
+		return "release"
+	case a.Reason == chaosFailReason(a.ID, a.Token):
+		return "fail"
+	}
+	return ""
+}
+
+// releaseReason is the reason a Release was given, if reason is what it
+// stores when it quarantines; else "".
+func releaseReason(reason string) string {
+	for _, prefix := range []string{"max attempts reached, released: ", "released past the deadline: "} {
+		if r, ok := strings.CutPrefix(reason, prefix); ok {
+			return r
+		}
+	}
+	return ""
+}
+
+// event is the line a loop worker would have written for the call kind.
+func (a auditRow) event(kind string) histEvent {
+	e := histEvent{Ev: kind, Job: a.ID, Owner: a.Owner, Token: a.Token, OK: kind != "claim",
+		instant: instant{At: a.At, T0: a.At, T1: a.At}}
+	switch kind {
+	case "claim":
+		e.Attempt, e.LeaseUntil, e.Deadline = a.Attempts, a.LeaseUntil, a.Deadline
+	case "extend":
+		e.Lease, e.LeaseUntil = chaosLease.Milliseconds(), a.LeaseUntil
+	case "release":
+		e.Delay, e.Reason = a.RunAt-a.At, a.Reason
+		if a.Status != string(leaseq.StatusPending) {
+			e.Reason = releaseReason(a.Reason)
+		}
+	case "fail":
+		e.Reason = a.Reason
+	}
+	return e
+}
+
+// claimant is the incarnation that made the audited claim a.
+func (k *checker) claimant(a auditRow) *incarnation {
+	if r := k.runs[opKey(a.ID, a.Owner, a.Token)]; r != nil {
+		return r.inc
+	}
+	var found *incarnation
+	for _, inc := range k.all {
+		if inc.name != a.Owner || inc.began > a.At || inc.ended != 0 && inc.ended < a.At {
+			continue
+		}
+		if found == nil || inc.killed && !found.killed {
+			found = inc
+		}
+	}
+	return found
+}
+
+// workCall is the call a record's outcome names.
+func workCall(outcome string) string {
+	switch outcome {
+	case "finished":
+		return "finish"
+	case "failed":
+		return "fail"
+	}
+	return "release"
+}
+
+// refusal is the refused call Work's record e reports, or nil: an
+// extension, or the result; the call ran between the handler's start (its
+// return, for the result) and the record.
+func (r *workRun) refusal(e histEvent) *histEvent {
+	op := histEvent{Job: e.Job, Owner: e.Owner, Token: e.Token, Outcome: e.Outcome, instant: instant{T0: r.run.At, T1: e.T1}}
+	switch e.Msg {
+	case workExtensionRefused:
+		op.Ev, op.Lease = "extend", chaosLease.Milliseconds()
+	case workResultRefused:
+		op.Ev = workCall(e.Outcome)
+		if r.ret != nil {
+			op.T0 = r.ret.At
+		}
+	default:
+		return nil
+	}
+	return &op
+}
+
+// logged reports whether Work logged msg about the run's claim.
+func (r *workRun) logged(msg string) bool {
+	return slices.ContainsFunc(r.logs, func(e histEvent) bool { return e.Msg == msg })
+}
+
+// checkPools checks what the pools' lines tell beyond their calls, once
+// every claim has been replayed.
+func (k *checker) checkPools() {
+	for _, id := range k.order {
+		for _, l := range k.jobs[id].lives {
+			if inc := l.claim.inc; inc.role == "chaos-pool" && l.run == nil && !inc.killed {
+				k.bad("%s: token %d claimed by %s.%d at %d, which was not killed and never ran it", id, l.token, inc.name, inc.n, l.claim.At)
+			}
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(k.runs)) {
+		r := k.runs[key]
+		k.rep.pool.runs++
+		if r.life == nil {
+			k.bad("%s: %s.%d ran token %d, which the queue never handed it", r.run.Job, r.inc.name, r.inc.n, r.run.Token)
+			continue
+		}
+		cl := r.life.claim
+		switch {
+		case r.run.LeaseUntil != cl.LeaseUntil || r.run.Attempt != cl.Attempt || r.run.Deadline != cl.Deadline:
+			k.bad("%s: the handler of token %d got lease_until %d, attempt %d, deadline %d; the queue's claim has %d, %d, %d",
+				r.run.Job, r.run.Token, r.run.LeaseUntil, r.run.Attempt, r.run.Deadline, cl.LeaseUntil, cl.Attempt, cl.Deadline)
+		case r.run.At < cl.At:
+			k.bad("%s: the handler of token %d started at %d, before its claim at %d", r.run.Job, r.run.Token, r.run.At, cl.At)
+		case r.ret == nil && !r.inc.killed:
+			k.bad("%s: the handler of token %d on %s.%d never returned", r.run.Job, r.run.Token, r.inc.name, r.inc.n)
+		}
+		k.checkResult(r)
+		k.checkRecords(r)
+		k.checkCause(r)
+		k.checkContext(r)
+	}
+}
+
+// checkResult checks what became of a handler's result: recorded (by the
+// audit) or refused (by Work's record), not both, or a database fault
+// logged; after the handler returned; and as rule 30 asks.
+func (k *checker) checkResult(r *workRun) {
+	var accepted, refused *loggedOp
+	for _, op := range r.life.calls {
+		switch {
+		case op.Ev == "extend":
+		case op.OK:
+			accepted = op
+		default:
+			refused = op
+		}
+	}
+	id, tok := r.run.Job, r.run.Token
+	if r.logged(workRecordFailed) {
+		k.rep.pool.recordFaults++
+	}
+	switch {
+	case accepted != nil && refused != nil:
+		k.bad("%s: the result of token %d was accepted at %d and refused at %s", id, tok, accepted.At, span(refused.T0, refused.T1))
+	case r.ret == nil:
+		return
+	case accepted == nil && refused == nil && !r.logged(workRecordFailed) && !r.inc.killed:
+		k.bad("%s: the handler of token %d returned at %d, but Work neither recorded its result nor logged why", id, tok, r.ret.At)
+	case accepted != nil && accepted.At < r.ret.At:
+		k.bad("%s: the result of token %d was recorded at %d, before its handler returned at %d", id, tok, accepted.At, r.ret.At)
+	}
+	for _, op := range []*loggedOp{accepted, refused} {
+		if op != nil {
+			k.checkCall(r, op)
+		}
+	}
+}
+
+// checkCall checks the call Work made with a handler's result against rule
+// 30: nil → Finish; Permanent → Fail with its text; RetryAfter(d) →
+// Release after d; any other error (a panic's text is "panic: " and its
+// value) → Release after Backoff(attempt) with its text — except that once
+// the pool's drain time is over (the context's cause is ErrShutdown) any
+// error is released at once, as "worker shut down: " and its text. A
+// refused call is known only by the outcome Work logged.
+func (k *checker) checkCall(r *workRun, op *loggedOp) {
+	ret := r.ret
+	want, delay, reason := "release", chaosBackoff(r.run.Attempt).Milliseconds(), ret.Reason
+	switch ret.Plan {
+	case "finish":
+		want, delay, reason = "finish", 0, ""
+	case "permanent":
+		want, delay = "fail", 0
+	case "retry":
+		delay = ret.Delay
+	}
+	drained := k.pools[r.inc].shutdown + chaosDrainTimeout.Milliseconds()
+	atShutdown := ret.Plan != "finish" && k.pools[r.inc].shutdown != 0 && op.madeAt() >= drained
+	matches := func(want string, delay int64, reason string, outcome string) bool {
+		if op.Ev != want {
+			return false
+		}
+		if !op.OK {
+			return (outcome == "released at shutdown") == (op.Outcome == "released at shutdown")
+		}
+		return (want != "release" || op.Delay == delay) && (want == "finish" || op.Reason == reason)
+	}
+	if matches(want, delay, reason, "") || atShutdown && matches("release", 0, "worker shut down: "+ret.Reason, "released at shutdown") {
+		return
+	}
+	got := fmt.Sprintf("%s (delay %d, reason %q) accepted at %d", op.Ev, op.Delay, op.Reason, op.At)
+	if !op.OK {
+		got = fmt.Sprintf("%s (%s) refused at %s", op.Ev, op.Outcome, span(op.T0, op.T1))
+	}
+	k.bad("%s: the handler of token %d returned %s %q, but Work made %s; rule 30 asks for %s (delay %d, reason %q)",
+		r.run.Job, r.run.Token, ret.Plan, ret.Reason, got, want, delay, reason)
+}
+
+// checkRecords checks Work's records about a claim against what happened:
+// a "job <outcome>" at Debug only for a result recorded as that call, a
+// panic at Error with its value and stack, nothing at Info (rule 34).
+func (k *checker) checkRecords(r *workRun) {
+	id, tok := r.run.Job, r.run.Token
+	for _, e := range r.logs {
+		switch {
+		case e.Level == slog.LevelInfo.String():
+			k.bad("%s: Work logged %q at Info about token %d; per-job records belong at Debug", id, e.Msg, tok)
+		case strings.HasPrefix(e.Msg, workRecorded):
+			if !slices.ContainsFunc(r.life.calls, func(op *loggedOp) bool { return op.OK && op.Ev == workCall(e.Outcome) }) {
+				k.bad("%s: Work logged %q about token %d at %d, but no %s of it was accepted", id, e.Msg, tok, e.T1, workCall(e.Outcome))
+			}
+		}
+	}
+	if r.ret == nil || r.ret.Plan != "panic" {
+		return
+	}
+	k.rep.pool.panics++
+	panicked := slices.ContainsFunc(r.logs, func(e histEvent) bool {
+		return e.Msg == workPanicked && e.Level == slog.LevelError.String() && e.Stack && "panic: "+e.Reason == r.ret.Reason
+	})
+	if !panicked && !r.inc.killed {
+		k.bad("%s: the handler of token %d panicked, but Work logged no Error with its value and stack", id, tok)
+	}
+}
+
+// checkCause checks each end of a handler's context the pool saw: its
+// cause is ErrLeaseLost, or ErrShutdown once the pool's drain time was
+// over (rules 29 and 32).
+func (k *checker) checkCause(r *workRun) {
+	if r.ctxEnd != nil {
+		switch r.ctxEnd.Cause {
+		case leaseq.ErrLeaseLost.Error():
+			k.rep.pool.lostSeen++
+		case leaseq.ErrShutdown.Error():
+			k.rep.pool.shutdownSeen++
+		}
+	}
+	for _, e := range []*histEvent{r.ctxEnd, r.ret} {
+		if e == nil || e.Cause == "" || e.Cause == leaseq.ErrLeaseLost.Error() {
+			continue
+		}
+		shutdown := k.pools[r.inc].shutdown
+		switch {
+		case e.Cause != leaseq.ErrShutdown.Error():
+			k.bad("%s: the context of token %d's handler had ended by %d with cause %q, neither ErrLeaseLost nor ErrShutdown",
+				r.run.Job, r.run.Token, e.At, e.Cause)
+		case shutdown == 0:
+			k.bad("%s: the context of token %d's handler had ended by %d with ErrShutdown, but %s.%d never shut down",
+				r.run.Job, r.run.Token, e.At, r.inc.name, r.inc.n)
+		case e.At < shutdown+chaosDrainTimeout.Milliseconds():
+			k.bad("%s: the context of token %d's handler had ended by %d with ErrShutdown, but %s.%d began shutting down at %d and drains for %v",
+				r.run.Job, r.run.Token, e.At, r.inc.name, r.inc.n, shutdown, chaosDrainTimeout)
+		}
+	}
+}
+
+// checkContext checks that the handler did not go on after its lease
+// ended without its context having ended (rule 29).
+//
+// The rule. Let E be the lease end the accepted calls leave the claim —
+// lease_until after its last accepted extension, the claim's own if none —
+// by the queue's clock. Once E has passed, another claim may take the job;
+// a deadline comes at E at the latest, since no lease outlives it; an
+// operator's Cancel closes the fence before E, but the holder can learn of
+// it only at its next heartbeat, whose refusal ends the context, and the
+// lease it knows of ends at E all the same. So E is when the context must
+// have ended. If the handler had not returned by E (by its own reading),
+// the first sign the pool gave of its context's end — the watcher's
+// ctxend reading, or a return line whose context had ended — must come
+// within chaosCtxSlack of running time after E, or after the handler's
+// start if that was later; a return line with the context still live, or
+// a SIGKILL with neither line, is a context still live at that instant.
+//
+// Running time, not real time: a process that is not running cannot end a
+// context or see it end. Stopped by SIGSTOP for a lease or three, a pool
+// takes its heartbeats' deadlines and its lease-end timers with it, and
+// sees the end only after SIGCONT, late by the pause and not by anything
+// Work did; a GC pause or a host too busy to schedule it does the same.
+// So the time between E and the reading does not count where the parent
+// had the process stopped (its SIGSTOP to its SIGCONT) or where the pool's
+// observer saw a gap (no reading for chaosGapMin or more, which also
+// measures scheduling delays the parent cannot see). What is left is the
+// time a running process takes to end the context and see it: the
+// keeper's lease-end timer (or a refused heartbeat) firing, the watcher
+// waking, each a goroutine wake-up well under a millisecond — plus stalls
+// shorter than chaosGapMin that no gap shows. chaosCtxSlack, a quarter of
+// a lease and half a heartbeat, bounds that with room for a loaded 2-core
+// host and the race detector (the soak reports the largest seen), and
+// still fails a context left live until the next heartbeat or beyond —
+// what a missing lease-end timer, or one not moved by an extension, does
+// to a process whose heartbeats cannot get through.
+func (k *checker) checkContext(r *workRun) {
+	k.checkCancelSeen(r)
+	// Work's own word that the lease is lost — a refused heartbeat, or its
+	// lease-end timer — must end the context at once, whatever E is.
+	for _, e := range r.logs {
+		if e.Msg == workExtensionRefused || e.Msg == workLeaseEnded {
+			if at, how, late, ok := k.lateAfter(r, e.T1); ok && late > chaosCtxSlack.Milliseconds() {
+				k.bad("%s: Work logged %q about token %d at %d while its handler on %s.%d ran, but "+how+
+					": %dms of running time later, over the %v a running process may take",
+					r.run.Job, e.Msg, r.run.Token, e.T1, r.inc.name, r.inc.n, at, late, chaosCtxSlack)
+			}
+			break
+		}
+	}
+	E := r.life.leaseEnd
+	p := &k.rep.pool
+	if r.run.At >= E {
+		p.startedLate++
+	}
+	at, how, late, ok := k.lateAfter(r, E)
+	if !ok {
+		return
+	}
+	p.outlived++
+	p.lateMax, p.lateRealMax = max(p.lateMax, late), max(p.lateRealMax, at-max(E, r.run.At))
+	if late > chaosCtxSlack.Milliseconds() {
+		k.bad("%s: the lease of token %d ended at %d while its handler on %s.%d ran (from %d), but "+how+
+			": %dms of running time later (%dms real), over the %v a running process may take",
+			r.run.Job, r.run.Token, E, r.inc.name, r.inc.n, r.run.At, at, late, at-E, chaosCtxSlack)
+	}
+}
+
+// lateAfter tells, for a handler still running at E, the first sign the
+// pool gave of its context's end — or of its context still live — at or
+// after E: its instant at, a phrase how for it, and late, the running time
+// to it from E or, if the handler started later, from its start (a claim
+// whose COMMIT waited, say for a stopped process's read lock, until after
+// its lease ended; its handler can be told no earlier than it exists). ok
+// is false if the handler had returned, or its context had ended, before E.
+func (k *checker) lateAfter(r *workRun, E int64) (at int64, how string, late int64, ok bool) {
+	if r.ret != nil && r.ret.At < E {
+		return 0, "", 0, false
+	}
+	switch {
+	case r.ctxEnd != nil && (r.ret == nil || r.ret.Cause == "" || r.ctxEnd.At <= r.ret.At):
+		at, how = r.ctxEnd.At, "its context ended only at %d"
+	case r.ret != nil && r.ret.Cause != "":
+		at, how = r.ret.At, "its context had ended only by its return at %d"
+	case r.ret != nil:
+		at, how = r.ret.At, "it returned at %d with its context still live"
+	case r.inc.killed:
+		at, how = r.inc.killedAt, "it was killed at %d with no sign that its context had ended"
+	default:
+		return 0, "", 0, false
+	}
+	if at < E {
+		return 0, "", 0, false
+	}
+	from := max(E, r.run.At)
+	return at, how, at - from - k.pools[r.inc].stopped(from, at), true
+}
+
+// checkCancelSeen measures how long a handler whose job an operator
+// cancelled while it ran took to see its context end.
+func (k *checker) checkCancelSeen(r *workRun) {
+	if r.ctxEnd == nil {
+		return
+	}
+	for _, c := range r.life.gen.cancels {
+		if lo, _ := c.bounds(); lo >= r.run.At && lo <= r.ctxEnd.At && lo < r.life.leaseEnd {
+			p := &k.rep.pool
+			p.cancelled++
+			p.cancelSeenMax = max(p.cancelSeenMax, r.ctxEnd.At-lo-k.pools[r.inc].stopped(lo, r.ctxEnd.At))
+			return
+		}
+	}
+}
+
+// stopped is how much of [a, b] the pool's process was not running: the
+// union of its pauses and its observer's gaps within it.
+func (pl *poolLog) stopped(a, b int64) int64 {
+	ivs := slices.Concat(pl.inc.pauses, pl.gaps)
+	slices.SortFunc(ivs, func(x, y interval) int { return cmp.Compare(x.from, y.from) })
+	var total int64
+	reach := a
+	for _, iv := range ivs {
+		if from, to := max(iv.from, reach), min(iv.to, b); to > from {
+			total, reach = total+to-from, to
+		}
+	}
+	return total
+}
+
 // checkerCase is a small history, made by running the real queue on a
 // manual clock and writing down what the chaos processes would have
 // logged, for testing checkHistory itself: a checker that cannot fail
@@ -1399,11 +2014,15 @@ type checkerCase struct {
 	hist [][]histEvent
 	rcv  *receiver
 	seq  int
+	// tamper, if set, edits the audit before the checker reads it.
+	tamper func(audit []auditRow) []auditRow
 }
 
 func newCase(t *testing.T) *checkerCase {
-	return &checkerCase{t: t, f: newFixture(t, leaseq.Options{MaxAttempts: chaosMaxAttempts}),
+	cc := &checkerCase{t: t, f: newFixture(t, leaseq.Options{MaxAttempts: chaosMaxAttempts}),
 		rcv: &receiver{qty: map[string]int{}}}
+	installChaosAudit(t, cc.f.db)
+	return cc
 }
 
 // unixAt is the Unix millisecond of t0 + n ms.
@@ -1426,8 +2045,11 @@ func (cc *checkerCase) proc(name string) int {
 		n++
 	}
 	role := "chaos-worker"
-	if name == chaosOperatorName {
+	switch {
+	case name == chaosOperatorName:
 		role = "chaos-operator"
+	case strings.HasPrefix(name, "pool"):
+		role = "chaos-pool"
 	}
 	cc.incs = append(cc.incs, &incarnation{name: name, role: role, n: n})
 	cc.hist = append(cc.hist, []histEvent{{Ev: "start", Owner: name}})
@@ -1589,7 +2211,11 @@ func (cc *checkerCase) check(t *testing.T) chaosReport {
 			t.Fatal(err)
 		}
 	}
-	return checkHistory(t, cc.f.q, &chaos{all: cc.incs}, cc.jobs, cc.rcv)
+	audit := readChaosAudit(t, cc.f.db)
+	if cc.tamper != nil {
+		audit = cc.tamper(audit)
+	}
+	return checkHistory(t, cc.f.q, &chaos{all: cc.incs, audit: audit}, cc.jobs, cc.rcv)
 }
 
 // edit finds the last line of an incarnation of name matching ev, job and
@@ -1676,6 +2302,295 @@ func newCheckerCase(t *testing.T) *checkerCase {
 	cc.cancel(460, "j1")
 	cc.exit("w1", "w3", chaosOperatorName)
 	return cc
+}
+
+// poolClaim is a pool's claim at t0 + at and its handler's run line.
+func (cc *checkerCase) poolClaim(at int64, name, plan, style string) leaseq.Claim {
+	c := cc.f.at(at).mustClaim(name, chaosLease)
+	cc.log(name, histEvent{Ev: "run", Job: c.ID, Owner: name, Token: c.Token, Attempt: c.Attempt,
+		LeaseUntil: c.LeaseUntil.UnixMilli(), Deadline: unixMS(c.Deadline), Plan: plan, Style: style,
+		instant: instant{At: unixAt(at)}})
+	return c
+}
+
+// heartbeat is Work's extension of c at t0 + at: in the audit, and in the
+// history only if refused.
+func (cc *checkerCase) heartbeat(at int64, name string, c *leaseq.Claim) {
+	ext, ok, err := cc.f.at(at).q.Extend(cc.f.ctx, *c, chaosLease)
+	if err != nil {
+		cc.t.Fatal(err)
+	}
+	if ok {
+		*c = ext
+		return
+	}
+	cc.workLog(at, name, *c, slog.LevelWarn, workExtensionRefused, "lease lost")
+}
+
+// workLog is a record Work logged at t0 + at about c.
+func (cc *checkerCase) workLog(at int64, name string, c leaseq.Claim, level slog.Level, msg, outcome string) {
+	cc.log(name, histEvent{Ev: "log", Msg: msg, Level: level.String(), Job: c.ID, Owner: name, Token: c.Token,
+		Outcome: outcome, instant: instant{T1: unixAt(at)}})
+}
+
+// ctxEnd is the handler's watcher seeing its context end at t0 + at.
+func (cc *checkerCase) ctxEnd(at int64, name string, c leaseq.Claim, cause error) {
+	cc.log(name, histEvent{Ev: "ctxend", Job: c.ID, Owner: name, Token: c.Token, Cause: cause.Error(),
+		instant: instant{At: unixAt(at)}})
+}
+
+// handlerReturn is the handler's return line at t0 + at: what it returns
+// and, if its context had ended, the cause.
+func (cc *checkerCase) handlerReturn(at int64, name string, c leaseq.Claim, kind, text string, cause error) {
+	e := histEvent{Ev: "return", Job: c.ID, Owner: name, Token: c.Token, Plan: kind, Reason: text,
+		instant: instant{At: unixAt(at)}}
+	if cause != nil {
+		e.Cause = cause.Error()
+	}
+	cc.log(name, e)
+}
+
+// workRecord is Work recording a result at t0 + at: the call (finish,
+// release with delay and reason, fail with reason) and its record, at
+// Debug if accepted, at Warn if refused.
+func (cc *checkerCase) workRecord(at int64, name string, c leaseq.Claim, call string, delay int64, reason, outcome string) {
+	f := cc.f.at(at)
+	var ok bool
+	var err error
+	switch call {
+	case "finish":
+		ok, err = f.q.Finish(f.ctx, c)
+	case "release":
+		ok, err = f.q.Release(f.ctx, c, time.Duration(delay)*time.Millisecond, reason)
+	case "fail":
+		ok, err = f.q.Fail(f.ctx, c, reason)
+	}
+	if err != nil {
+		cc.t.Fatal(err)
+	}
+	if ok {
+		cc.workLog(at, name, c, slog.LevelDebug, workRecorded+outcome, outcome)
+	} else {
+		cc.workLog(at, name, c, slog.LevelWarn, workResultRefused, outcome)
+	}
+}
+
+// pause records that the parent stopped the last incarnation of name from
+// t0 + from to t0 + to.
+func (cc *checkerCase) pause(name string, from, to int64) {
+	inc := cc.last(name)
+	inc.pauses = append(inc.pauses, interval{unixAt(from), unixAt(to)})
+}
+
+// last is the last incarnation of name.
+func (cc *checkerCase) last(name string) *incarnation {
+	for i := len(cc.incs) - 1; i >= 0; i-- {
+		if cc.incs[i].name == name {
+			return cc.incs[i]
+		}
+	}
+	panic("no incarnation of " + name)
+}
+
+// newPoolCase is a clean history of two pools and the operator:
+//
+//	0ms   pool1 claims m1 (token 1, lease_until 150); heartbeats at 50 and
+//	      100 (lease_until 250); it delivers; returns nil at 120; 125ms
+//	      Work finishes it
+//	130ms pool1 claims m2 (lease_until 280) and stalls in its delivery;
+//	      heartbeat at 180 (lease_until 330); the parent stops pool1 from
+//	      190 to 400, so the lease ends at 330 unextended
+//	340ms pool2 claims m2 (token 2); delivers; 360ms finished
+//	402ms pool1 runs again: its handler's context has ended (ErrLeaseLost,
+//	      2ms of running time after the lease); the stalled delivery
+//	      answers; it returns nil at 404; 405ms Work's finish is refused
+//	410ms pool2 claims m3 (lease_until 560) and works slowly; heartbeat
+//	      at 460 (lease_until 610); 470ms op cancels m3; 510ms the
+//	      heartbeat is refused; 511ms the context ends; the handler gives
+//	      up; 513ms Work's release is refused
+//	520ms pool1 claims m4; delivers; panics at 531; 532ms Work releases
+//	      it with Backoff(1) = 40ms; 580ms pool2 claims it (token 2,
+//	      attempt 2); it fails for good at 590; 591ms Work fails it
+//	600ms pool1 claims m5 (lease_until 750) and works slowly; heartbeat
+//	      at 650; 660ms pool1 begins shutting down; heartbeat at 700;
+//	      760ms the drain is over: the context ends with ErrShutdown;
+//	      the handler gives up; 762ms Work releases it at once
+//	770ms pool2 claims m5 (token 2); delivers; 777ms finished
+func newPoolCase(t *testing.T) *checkerCase {
+	cc := newCase(t)
+	lost, shut := leaseq.ErrLeaseLost, leaseq.ErrShutdown
+	cc.enqueue(0, leaseq.Job{ID: "m1", Qty: 1, Payload: []byte("q1")})
+	c := cc.poolClaim(0, "pool1", "finish", "quick")
+	cc.heartbeat(50, "pool1", &c)
+	cc.heartbeat(100, "pool1", &c)
+	cc.deliver(110, "pool1", c, "finish", 0)
+	cc.handlerReturn(120, "pool1", c, "finish", "", nil)
+	cc.workRecord(125, "pool1", c, "finish", 0, "", "finished")
+
+	cc.enqueue(130, leaseq.Job{ID: "m2", Qty: 2, Payload: []byte("q2")})
+	stalled := cc.poolClaim(130, "pool1", "finish", "stall")
+	cc.heartbeat(180, "pool1", &stalled)
+	cc.pause("pool1", 190, 400)
+	c = cc.poolClaim(340, "pool2", "finish", "quick")
+	cc.deliver(350, "pool2", c, "finish", 0)
+	cc.handlerReturn(355, "pool2", c, "finish", "", nil)
+	cc.workRecord(360, "pool2", c, "finish", 0, "", "finished")
+	cc.ctxEnd(402, "pool1", stalled, lost)
+	cc.deliver(403, "pool1", stalled, "finish", 0)
+	cc.handlerReturn(404, "pool1", stalled, "finish", "", lost)
+	cc.workRecord(405, "pool1", stalled, "finish", 0, "", "finished")
+
+	cc.enqueue(410, leaseq.Job{ID: "m3", Qty: 3, Payload: []byte("q3")})
+	c = cc.poolClaim(410, "pool2", "finish", "slow")
+	cc.heartbeat(460, "pool2", &c)
+	cc.cancel(470, "m3")
+	cc.heartbeat(510, "pool2", &c)
+	cc.ctxEnd(511, "pool2", c, lost)
+	gaveUp := "gave up m3 token 1: " + lost.Error()
+	cc.handlerReturn(512, "pool2", c, "gave up", gaveUp, lost)
+	cc.workRecord(513, "pool2", c, "release", 40, gaveUp, "released")
+
+	cc.enqueue(520, leaseq.Job{ID: "m4", Qty: 4, Payload: []byte("q4")})
+	c = cc.poolClaim(520, "pool1", "panic", "quick")
+	cc.deliver(530, "pool1", c, "release", 0)
+	cc.handlerReturn(531, "pool1", c, "panic", "panic: chaos panic in m4 token 1", nil)
+	cc.log("pool1", histEvent{Ev: "log", Msg: workPanicked, Level: slog.LevelError.String(), Job: "m4", Owner: "pool1",
+		Token: 1, Outcome: "panic", Reason: "chaos panic in m4 token 1", Stack: true, instant: instant{T1: unixAt(531)}})
+	cc.workRecord(532, "pool1", c, "release", chaosBackoff(1).Milliseconds(), "panic: chaos panic in m4 token 1", "released")
+	c = cc.poolClaim(580, "pool2", "permanent", "quick")
+	cc.deliver(585, "pool2", c, "fail", 0)
+	cc.handlerReturn(590, "pool2", c, "permanent", chaosFailReason("m4", 2), nil)
+	cc.workRecord(591, "pool2", c, "fail", 0, chaosFailReason("m4", 2), "failed")
+
+	cc.enqueue(600, leaseq.Job{ID: "m5", Qty: 5, Payload: []byte("q5")})
+	c = cc.poolClaim(600, "pool1", "finish", "slow")
+	cc.heartbeat(650, "pool1", &c)
+	cc.log("pool1", histEvent{Ev: "shutdown", Owner: "pool1", instant: instant{At: unixAt(660)}})
+	cc.heartbeat(700, "pool1", &c)
+	cc.ctxEnd(760, "pool1", c, shut)
+	gaveUp = "gave up m5 token 1: " + shut.Error()
+	cc.handlerReturn(761, "pool1", c, "gave up", gaveUp, shut)
+	cc.workRecord(762, "pool1", c, "release", 0, "worker shut down: "+gaveUp, "released at shutdown")
+	c = cc.poolClaim(770, "pool2", "finish", "quick")
+	cc.deliver(775, "pool2", c, "finish", 0)
+	cc.handlerReturn(776, "pool2", c, "finish", "", nil)
+	cc.workRecord(777, "pool2", c, "finish", 0, "", "finished")
+	cc.exit("pool1", "pool2", chaosOperatorName)
+	return cc
+}
+
+// newOutlivedCase is a pool whose handler is still running when its lease
+// ends (150, after the heartbeat at 50 … lease_until 200) and which is
+// killed at 290 with no sign that its context ended; pool2 takes the job at
+// 300. Whether that is a violation depends on whether pool1 was running
+// between 200 and 290.
+func newOutlivedCase(t *testing.T) *checkerCase {
+	cc := newCase(t)
+	cc.enqueue(0, leaseq.Job{ID: "n1", Qty: 1, Payload: []byte("n1")})
+	c := cc.poolClaim(0, "pool1", "finish", "stall")
+	cc.heartbeat(50, "pool1", &c)
+	cc.kill("pool1")
+	cc.last("pool1").killedAt = unixAt(290)
+	c = cc.poolClaim(300, "pool2", "finish", "quick")
+	cc.deliver(310, "pool2", c, "finish", 0)
+	cc.handlerReturn(315, "pool2", c, "finish", "", nil)
+	cc.workRecord(320, "pool2", c, "finish", 0, "", "finished")
+	cc.exit("pool2")
+	return cc
+}
+
+// poolViolations are tamperings of newPoolCase, each a kind of violation
+// checkHistory must report with a message containing want.
+var poolViolations = []struct {
+	name, want string
+	tamper     func(cc *checkerCase)
+}{
+	{"a context that ended long after the lease in a running process", "its context ended only at 1767225600402: 72ms of running time later",
+		func(cc *checkerCase) { cc.last("pool1").pauses = nil }},
+	{"a handler that worked on after its lease with its context live", "it returned at 1767225600404 with its context still live", func(cc *checkerCase) {
+		cc.last("pool1").pauses = nil
+		cc.drop("pool1", "ctxend", "m2", 1)
+		cc.edit("pool1", "return", "m2", 1).Cause = ""
+	}},
+	{"a refused heartbeat that did not end the context", `Work logged "leaseq: extension refused; the job is no longer this handler's" about token 1 at 1767225600480 while its handler on pool2.0 ran, but its context ended only at 1767225600511: 31ms`,
+		func(cc *checkerCase) { cc.record("pool2", workExtensionRefused, "m3").T1 = unixAt(480) }},
+	{"an accepted result from a lapsed lease", "finish of token 1 by pool1 accepted at 1767225600260, but its lease ended at 1767225600250",
+		func(cc *checkerCase) { cc.tamperAudit("m1", "done", func(a *auditRow) { a.At = unixAt(260) }) }},
+	{"a result recorded before its handler returned", "recorded at 1767225600125, before its handler returned at 1767225600130",
+		func(cc *checkerCase) { cc.edit("pool1", "return", "m1", 1).At = unixAt(130) }},
+	{"a release Backoff did not ask for", "rule 30 asks for release (delay 40", func(cc *checkerCase) {
+		cc.tamperAudit("m4", "pending", func(a *auditRow) { a.RunAt = a.At + 10 })
+	}},
+	{"a fail for a handler that returned nil", "rule 30 asks for finish", func(cc *checkerCase) {
+		e := cc.edit("pool2", "return", "m4", 2)
+		e.Plan, e.Reason = "finish", ""
+	}},
+	{"ErrShutdown in a pool that never shut down", "with ErrShutdown, but pool2.0 never shut down", func(cc *checkerCase) {
+		cc.edit("pool2", "ctxend", "m3", 1).Cause = leaseq.ErrShutdown.Error()
+	}},
+	{"ErrShutdown before the drain was over", "began shutting down at 1767225600660 and drains for 100ms", func(cc *checkerCase) {
+		cc.edit("pool1", "ctxend", "m5", 1).At = unixAt(700)
+	}},
+	{"a context ended with another cause", "neither ErrLeaseLost nor ErrShutdown", func(cc *checkerCase) {
+		cc.edit("pool2", "ctxend", "m3", 1).Cause = context.Canceled.Error()
+	}},
+	{"a handler of a claim the queue never made", "ran token 7, which the queue never handed it", func(cc *checkerCase) {
+		cc.append("pool2", histEvent{Ev: "run", Job: "m1", Owner: "pool2", Token: 7, Attempt: 1, instant: exactlyAt(600)})
+	}},
+	{"a claim no handler ran", "which was not killed and never ran it", func(cc *checkerCase) {
+		cc.drop("pool2", "run", "m5", 2)
+	}},
+	{"a handler that got another lease than the claim's", "the queue's claim has", func(cc *checkerCase) {
+		cc.edit("pool2", "run", "m2", 2).LeaseUntil++
+	}},
+	{"a result neither recorded nor refused", "neither recorded its result nor logged why", func(cc *checkerCase) {
+		cc.drop("pool2", "log", "m3", 1) // the refused release's record (the extension's comes before it)
+	}},
+	{"a result accepted and refused", "was accepted at 1767225600125 and refused", func(cc *checkerCase) {
+		cc.append("pool1", histEvent{Ev: "log", Msg: workResultRefused, Level: "WARN", Job: "m1", Owner: "pool1", Token: 1,
+			Outcome: "finished", instant: instant{T1: unixAt(126)}})
+	}},
+	{"a recorded result that was not accepted", "but no finish of it was accepted", func(cc *checkerCase) {
+		cc.append("pool2", histEvent{Ev: "log", Msg: workRecorded + "finished", Level: "DEBUG", Job: "m3", Owner: "pool2", Token: 1,
+			Outcome: "finished", instant: instant{T1: unixAt(514)}})
+	}},
+	{"a panic not logged at Error", "panicked, but Work logged no Error", func(cc *checkerCase) {
+		cc.drop("pool1", "log", "m4", 1) // the release's record; the panic's is next
+		cc.drop("pool1", "log", "m4", 1)
+	}},
+	{"a per-job record at Info", "at Info about token 1", func(cc *checkerCase) {
+		cc.append("pool1", histEvent{Ev: "log", Msg: "leaseq: job claimed", Level: "INFO", Job: "m1", Owner: "pool1", Token: 1,
+			instant: instant{T1: unixAt(1)}})
+	}},
+	{"an extension refused while the lease was live", "extend of token 1 refused", func(cc *checkerCase) {
+		cc.append("pool1", histEvent{Ev: "log", Msg: workExtensionRefused, Level: "WARN", Job: "m1", Owner: "pool1", Token: 1,
+			Outcome: "lease lost", instant: instant{T1: unixAt(60)}})
+	}},
+}
+
+// record finds the last record of Work with msg about job that name logged.
+func (cc *checkerCase) record(name, msg, job string) *histEvent {
+	for i := len(cc.incs) - 1; i >= 0; i-- {
+		for j := len(cc.hist[i]) - 1; j >= 0; j-- {
+			if e := &cc.hist[i][j]; cc.incs[i].name == name && e.Msg == msg && e.Job == job {
+				return e
+			}
+		}
+	}
+	panic(fmt.Sprintf("no record %q about %s by %s", msg, job, name))
+}
+
+// tamperAudit edits the last audited change of id to status.
+func (cc *checkerCase) tamperAudit(id, status string, edit func(a *auditRow)) {
+	cc.tamper = func(audit []auditRow) []auditRow {
+		for i := len(audit) - 1; i >= 0; i-- {
+			if audit[i].ID == id && audit[i].Status == status {
+				edit(&audit[i])
+				return audit
+			}
+		}
+		panic("no audited change of " + id + " to " + status)
+	}
 }
 
 // lostLineCase is a history in which a killed process may have made one
@@ -1890,7 +2805,10 @@ var checkerViolations = []struct {
 // TestChaosCheckerCatches feeds checkHistory a clean history, histories
 // with the loss a kill may cause (which it must accept) and the same
 // losses without a kill (which it must not), calls judged by their
-// real-time window only, and histories with each kind of violation.
+// real-time window only, and histories with each kind of violation; and
+// the same for pools: a clean history of two pools, handlers that outlived
+// their lease in a stopped process (which it must accept) or in a running
+// one (which it must not), and each kind of violation of a pool.
 func TestChaosCheckerCatches(t *testing.T) {
 	t.Run("clean", func(t *testing.T) {
 		t.Parallel()
@@ -1945,6 +2863,67 @@ func TestChaosCheckerCatches(t *testing.T) {
 		cc.edit("w1", "claim", "k1", 1).Token = 2
 		wantViolation(t, cc.check(t), "after the run, its first claim got token 2, but the purged job's tokens had reached 2")
 	})
+	t.Run("pools", func(t *testing.T) {
+		t.Parallel()
+		rep := newPoolCase(t).check(t)
+		want := poolReport{runs: 8, claims: 8, extends: 6, refusedExtends: 1, lostSeen: 2, shutdownSeen: 1, panics: 1,
+			outlived: 1, lateMax: 2, lateRealMax: 72, cancelled: 1, cancelSeenMax: 41}
+		if len(rep.violations) != 0 || rep.pool != want || rep.done != 3 || rep.quarantined != 2 || rep.accepted["finish"] != 3 ||
+			rep.refused["finish"] != 1 || rep.accepted["release"] != 2 || rep.refused["release"] != 1 || rep.accepted["fail"] != 1 {
+			t.Fatalf("got %+v, want no violations and the figures of the case (pools %+v)", rep, want)
+		}
+	})
+	t.Run("a pause only the observer saw", func(t *testing.T) {
+		t.Parallel()
+		cc := newPoolCase(t)
+		cc.last("pool1").pauses = nil
+		cc.append("pool1", histEvent{Ev: "gap", Owner: "pool1", instant: instant{T0: unixAt(189), T1: unixAt(401)}})
+		if rep := cc.check(t); len(rep.violations) != 0 || rep.pool.lateMax != 1 {
+			t.Fatalf("got %+v, want no violations and 1ms of running time from the lease end to the context's", rep)
+		}
+	})
+	t.Run("a handler that starts after its lease ended", func(t *testing.T) {
+		// pool1's claim at 0 (lease_until 150) commits late; its handler
+		// starts at 200 and is told at once.
+		t.Parallel()
+		cc := newCase(t)
+		cc.enqueue(0, leaseq.Job{ID: "n1", Qty: 1, Payload: []byte("n1")})
+		c := cc.poolClaim(0, "pool1", "finish", "quick")
+		cc.edit("pool1", "run", "n1", 1).At = unixAt(200)
+		cc.ctxEnd(203, "pool1", c, leaseq.ErrLeaseLost)
+		gaveUp := "gave up n1 token 1: " + leaseq.ErrLeaseLost.Error()
+		cc.handlerReturn(204, "pool1", c, "gave up", gaveUp, leaseq.ErrLeaseLost)
+		cc.workRecord(205, "pool1", c, "release", chaosBackoff(1).Milliseconds(), gaveUp, "released")
+		c = cc.poolClaim(210, "pool2", "finish", "quick")
+		cc.deliver(215, "pool2", c, "finish", 0)
+		cc.handlerReturn(216, "pool2", c, "finish", "", nil)
+		cc.workRecord(217, "pool2", c, "finish", 0, "", "finished")
+		cc.exit("pool1", "pool2")
+		if rep := cc.check(t); len(rep.violations) != 0 || rep.pool.startedLate != 1 || rep.pool.lateMax != 3 {
+			t.Fatalf("got %+v, want no violations and a context that ended 3ms after its handler started", rep)
+		}
+	})
+	t.Run("a pool killed while stopped past its lease", func(t *testing.T) {
+		t.Parallel()
+		cc := newOutlivedCase(t)
+		cc.pause("pool1", 60, 290)
+		if rep := cc.check(t); len(rep.violations) != 0 || rep.pool.outlived != 1 || rep.pool.lateMax != 0 {
+			t.Fatalf("got %+v, want no violations: it never ran after its lease ended", rep)
+		}
+	})
+	t.Run("a pool killed running long past its lease", func(t *testing.T) {
+		t.Parallel()
+		wantViolation(t, newOutlivedCase(t).check(t),
+			"it was killed at 1767225600290 with no sign that its context had ended: 90ms of running time later")
+	})
+	for _, v := range poolViolations {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			cc := newPoolCase(t)
+			v.tamper(cc)
+			wantViolation(t, cc.check(t), v.want)
+		})
+	}
 	for _, c := range lostLineCases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

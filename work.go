@@ -339,6 +339,13 @@ type keeper struct {
 	done chan Claim // the claim as last extended, once the keeper stopped
 }
 
+// extension is the answer to one heartbeat.
+type extension struct {
+	c   Claim
+	ok  bool
+	err error
+}
+
 func (p *pool) keepLease(c Claim, lost context.CancelCauseFunc) *keeper {
 	k := &keeper{stop: make(chan struct{}), done: make(chan Claim, 1)}
 	go func() {
@@ -346,32 +353,52 @@ func (p *pool) keepLease(c Claim, lost context.CancelCauseFunc) *keeper {
 		defer tick.Stop()
 		end := time.NewTimer(p.untilLeaseEnd(c))
 		defer end.Stop()
+		// The heartbeat in flight, nil if none. It runs on a goroutine of
+		// its own so that the end timer fires on time even when the
+		// heartbeat's COMMIT is held up past the lease end (a COMMIT waits
+		// for readers whatever its context says). The keeper waits for it
+		// before it stops, so that every extension is over before the
+		// result is recorded.
+		var beat chan extension
+		finish := func() {
+			if beat != nil {
+				<-beat
+			}
+			<-k.stop
+			k.done <- c
+		}
 		for {
 			select {
 			case <-k.stop:
-				k.done <- c
+				finish()
 				return
 			case <-end.C:
 				p.log.Warn("leaseq: lease ended before the handler returned", p.attrs(c, "lease lost", time.Time{})...)
 				lost(ErrLeaseLost)
-				<-k.stop
-				k.done <- c
+				finish()
 				return
 			case <-tick.C:
-				next, ok, err := p.extend(c)
+				if beat == nil {
+					beat = make(chan extension, 1)
+					go func(c Claim, answer chan<- extension) {
+						next, ok, err := p.extend(c)
+						answer <- extension{next, ok, err}
+					}(c, beat)
+				}
+			case x := <-beat:
+				beat = nil
 				switch {
-				case err != nil:
+				case x.err != nil:
 					// The lease may still be extended at the next beat; the
 					// end timer guards the handler meanwhile.
-					p.log.Error("leaseq: extending a lease failed", p.attrs(c, "extend error", time.Time{}, "error", err)...)
-				case !ok:
+					p.log.Error("leaseq: extending a lease failed", p.attrs(c, "extend error", time.Time{}, "error", x.err)...)
+				case !x.ok:
 					p.log.Warn("leaseq: extension refused; the job is no longer this handler's", p.attrs(c, "lease lost", time.Time{})...)
 					lost(ErrLeaseLost)
-					<-k.stop
-					k.done <- c
+					finish()
 					return
 				default:
-					c = next
+					c = x.c
 					end.Reset(p.untilLeaseEnd(c))
 				}
 			}
@@ -386,7 +413,8 @@ func (k *keeper) release() Claim {
 	return <-k.done
 }
 
-// extend is one heartbeat: it may take until the lease ends, no longer.
+// extend is one heartbeat: its context ends with the lease, though a
+// COMMIT held up by readers may keep it longer.
 func (p *pool) extend(c Claim) (Claim, bool, error) {
 	ctx, cancel := context.WithTimeout(p.bg, p.untilLeaseEnd(c))
 	defer cancel()
