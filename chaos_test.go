@@ -536,13 +536,14 @@ func TestChildChaosPool(t *testing.T) {
 	w := &chaosPool{chaosProc: newChaosProc(t), client: &http.Client{}, recv: chaosEnv("URL")}
 	ctx, shutdown := context.WithCancel(context.Background())
 	go w.awaitShutdown(term, shutdown)
-	go w.observe()
+	unobserve := w.observe()
 	opts := leaseq.WorkerOptions{Owner: w.name, Concurrency: chaosPoolConcurrency, Lease: chaosLease,
 		Heartbeat: chaosHeartbeat, Backoff: chaosBackoff, PollInterval: chaosPollInterval,
 		DrainTimeout: chaosDrainTimeout, Logger: slog.New(historyLog{w.chaosProc})}
 	if err := w.q.Work(ctx, opts, w.handle); err != nil {
 		t.Fatalf("Work: %v", err)
 	}
+	unobserve() // the exit line is the last
 	w.write(histEvent{Ev: "exit", Owner: w.name})
 }
 
@@ -581,17 +582,28 @@ func (w *chaosPool) awaitShutdown(term <-chan os.Signal, shutdown context.Cancel
 // goroutine, and as a rule the whole process, did not run — a SIGSTOP, or a
 // host too busy to schedule it. The checker does not count such gaps
 // against the process when it judges how late a handler saw its lease end.
-func (w *chaosPool) observe() {
-	tick := time.NewTicker(chaosObserveEvery)
-	defer tick.Stop()
-	last := w.now()
-	for range tick.C {
-		now := w.now()
-		if now-last >= chaosGapMin.Milliseconds() {
-			w.write(histEvent{Ev: "gap", Owner: w.name, instant: instant{T0: last, T1: now}})
+// It runs until the returned function is called, which returns once it has
+// stopped.
+func (w *chaosPool) observe() func() {
+	stop, gone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(gone)
+		tick := time.NewTicker(chaosObserveEvery)
+		defer tick.Stop()
+		for last := w.now(); ; {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			now := w.now()
+			if now-last >= chaosGapMin.Milliseconds() {
+				w.write(histEvent{Ev: "gap", Owner: w.name, instant: instant{T0: last, T1: now}})
+			}
+			last = now
 		}
-		last = now
-	}
+	}()
+	return func() { close(stop); <-gone }
 }
 
 // workPlan is what one handler does.

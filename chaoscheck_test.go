@@ -152,6 +152,7 @@ type chaosReport struct {
 type poolReport struct {
 	runs, claims              int
 	extends, refusedExtends   int
+	failedExtends             int   // heartbeats that failed with a database error (no answer before the lease ended)
 	lostSeen, shutdownSeen    int   // handlers that saw their context end with ErrLeaseLost, ErrShutdown
 	panics                    int   // handlers that panicked
 	outlived                  int   // handlers still running when their lease ended
@@ -181,11 +182,11 @@ func (r chaosReport) summary() string {
 }
 
 func (p poolReport) summary() string {
-	return fmt.Sprintf("pools: %d handler runs of %d claims, %d heartbeats (%d refused), %d panics; "+
+	return fmt.Sprintf("pools: %d handler runs of %d claims, %d heartbeats (%d refused, and %d more failed), %d panics; "+
 		"handlers saw %d lease losses and %d shutdowns; %d outlived their lease (%d started after it), whose context ended at most "+
 		"%dms of running time (%dms of real time) after it or their start; %d were cancelled while running, and saw it at most "+
 		"%dms of running time later; database faults: %d recording, %d claiming",
-		p.runs, p.claims, p.extends+p.refusedExtends, p.refusedExtends, p.panics, p.lostSeen, p.shutdownSeen,
+		p.runs, p.claims, p.extends+p.refusedExtends, p.refusedExtends, p.failedExtends, p.panics, p.lostSeen, p.shutdownSeen,
 		p.outlived, p.startedLate, p.lateMax, p.lateRealMax, p.cancelled, p.cancelSeenMax, p.recordFaults, p.claimFaults)
 }
 
@@ -1444,6 +1445,7 @@ func readHistory(path string) ([]histEvent, bool, error) {
 const (
 	workExtensionRefused = "leaseq: extension refused; the job is no longer this handler's"
 	workLeaseEnded       = "leaseq: lease ended before the handler returned"
+	workExtendFailed     = "leaseq: extending a lease failed"
 	workResultRefused    = "leaseq: result refused; the lease was lost"
 	workRecordFailed     = "leaseq: recording a result failed"
 	workClaimFailed      = "leaseq: claiming failed; retrying"
@@ -1822,6 +1824,8 @@ func (k *checker) checkRecords(r *workRun) {
 	id, tok := r.run.Job, r.run.Token
 	for _, e := range r.logs {
 		switch {
+		case e.Msg == workExtendFailed:
+			k.rep.pool.failedExtends++
 		case e.Level == slog.LevelInfo.String():
 			k.bad("%s: Work logged %q at Info about token %d; per-job records belong at Debug", id, e.Msg, tok)
 		case strings.HasPrefix(e.Msg, workRecorded):
@@ -1889,6 +1893,9 @@ func (k *checker) checkCause(r *workRun) {
 // within chaosCtxSlack of running time after E, or after the handler's
 // start if that was later; a return line with the context still live, or
 // a SIGKILL with neither line, is a context still live at that instant.
+// Likewise once Work has logged that the lease is lost (a refused
+// heartbeat, or its lease-end timer), whatever E is: a refusal must end
+// the context at once, not at E.
 //
 // Running time, not real time: a process that is not running cannot end a
 // context or see it end. Stopped by SIGSTOP for a lease or three, a pool
@@ -1902,12 +1909,13 @@ func (k *checker) checkCause(r *workRun) {
 // time a running process takes to end the context and see it: the
 // keeper's lease-end timer (or a refused heartbeat) firing, the watcher
 // waking, each a goroutine wake-up well under a millisecond — plus stalls
-// shorter than chaosGapMin that no gap shows. chaosCtxSlack, a quarter of
-// a lease and half a heartbeat, bounds that with room for a loaded 2-core
-// host and the race detector (the soak reports the largest seen), and
-// still fails a context left live until the next heartbeat or beyond —
-// what a missing lease-end timer, or one not moved by an extension, does
-// to a process whose heartbeats cannot get through.
+// shorter than chaosGapMin that no gap shows. chaosCtxSlack, a sixth of a
+// lease and half a heartbeat, bounds that with room for a loaded 2-core
+// host and the race detector (the largest seen is reported; single
+// milliseconds as a rule), and still fails a context left live until the
+// next heartbeat or beyond: what a missing lease-end timer, a refusal that
+// does not cancel, or a keeper held up in a heartbeat's COMMIT (which the
+// parent's long reads bring about) does.
 func (k *checker) checkContext(r *workRun) {
 	k.checkCancelSeen(r)
 	// Work's own word that the lease is lost — a refused heartbeat, or its
