@@ -29,7 +29,7 @@ import (
 // returns. Pass the claim to [Queue.Finish], [Queue.Extend],
 // [Queue.Release] or [Queue.Fail].
 func (q *Queue) Claim(ctx context.Context, owner string, lease time.Duration) (Claim, bool, error) {
-	cs, err := q.claimN(ctx, "claim", owner, lease, 1, q.groupTx)
+	cs, err := q.claimN(ctx, "claim", owner, lease, 1, true)
 	if err != nil || len(cs) == 0 {
 		return Claim{}, false, err
 	}
@@ -47,18 +47,17 @@ func (q *Queue) ClaimBatch(ctx context.Context, owner string, lease time.Duratio
 	if max < 1 {
 		return nil, opError("claim batch", as(owner), invalid("max %d is not positive", max))
 	}
-	cs, err := q.claimN(ctx, "claim batch", owner, lease, max, q.s.writeTx)
+	cs, err := q.claimN(ctx, "claim batch", owner, lease, max, false)
 	if err == nil && cs == nil {
 		cs = []Claim{} // idle: decided without a transaction
 	}
 	return cs, err
 }
 
-// claimN claims up to max jobs in one transaction run by runTx: groupTx for
-// Claim, which may share one, or writeTx for ClaimBatch, which is a group
-// already.
-func (q *Queue) claimN(ctx context.Context, op, owner string, lease time.Duration, max int,
-	runTx func(context.Context, idleFunc, txFunc) error) ([]Claim, error) {
+// claimN claims up to max jobs in one transaction; group lets it share one
+// with other calls (Claim, and Work's claims; ClaimBatch is a group
+// already). Nothing claimable is nil, nil.
+func (q *Queue) claimN(ctx context.Context, op, owner string, lease time.Duration, max int, group bool) ([]Claim, error) {
 	if err := q.usable(); err != nil {
 		return nil, opError(op, as(owner), err)
 	}
@@ -69,21 +68,34 @@ func (q *Queue) claimN(ctx context.Context, op, owner string, lease time.Duratio
 	if err := problem(why); err != nil {
 		return nil, opError(op, as(owner), err)
 	}
+	cs, err := q.e.claim(ctx, q, owner, lease, max, group)
+	if err != nil {
+		return nil, opError(op, as(owner), err)
+	}
+	return cs, nil
+}
+
+// claim runs claimTx in a write transaction, which only a Claim whose idle
+// check found work begins.
+func (s *store) claim(ctx context.Context, q *Queue, owner string, lease time.Duration, max int, group bool) ([]Claim, error) {
 	var cs []Claim
-	err := runTx(ctx, q.claimIdle, func(ctx context.Context, tx execer) error {
+	body := func(ctx context.Context, tx execer) error {
 		var err error
 		cs, err = q.claimTx(ctx, tx, owner, lease, max)
 		return err
-	})
+	}
+	var err error
+	if group {
+		err = s.groupTx(ctx, q, q.claimIdle, body)
+	} else {
+		err = s.writeTx(ctx, q.claimIdle, body)
+	}
 	if errors.Is(err, errIdle) {
 		// Not cs: a try that claimed and was then rolled back may have
 		// left claims there before the retry found nothing to do.
 		return nil, nil
 	}
-	if err != nil {
-		return nil, opError(op, as(owner), err)
-	}
-	return cs, nil
+	return cs, err
 }
 
 // claimableSQL says whether a pending or leased row is claimable at ?2:
@@ -205,6 +217,13 @@ func (q *Queue) claimTx(ctx context.Context, tx execer, owner string, lease time
 	if err != nil {
 		return nil, err
 	}
+	return scanClaims(rows, owner)
+}
+
+// scanClaims reads the rows of a claim statement (seq, id, qty, payload,
+// token, attempts, lease_until, deadline, priority) as claims of owner,
+// highest priority first, then in enqueue order.
+func scanClaims(rows *sql.Rows, owner string) ([]Claim, error) {
 	defer rows.Close()
 	type seqClaim struct {
 		seq int64

@@ -1,6 +1,7 @@
 package leaseq
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -22,11 +23,10 @@ func (q *Queue) Enqueue(ctx context.Context, j Job) error {
 	if err := problem(q.jobProblem(j, now)); err != nil {
 		return opError("enqueue", job(j.ID), err)
 	}
-	err := q.groupTx(ctx, nil, func(ctx context.Context, tx execer) error { return q.insert(ctx, tx, j, now) })
-	if err != nil {
+	if _, err := q.e.enqueue(ctx, q, []Job{j}, now, true); err != nil {
 		return opError("enqueue", job(j.ID), err)
 	}
-	q.s.wake.signal(q.name)
+	q.e.wakers().signal(q.name)
 	return nil
 }
 
@@ -47,20 +47,10 @@ func (q *Queue) EnqueueBatch(ctx context.Context, jobs []Job) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	bad := -1 // the job whose INSERT failed, if one did
-	err := q.s.writeTx(ctx, nil, func(ctx context.Context, tx execer) error {
-		bad = -1
-		for i, j := range jobs {
-			if err := q.insert(ctx, tx, j, now); err != nil {
-				bad = i
-				return err
-			}
-		}
-		return nil
-	})
+	bad, err := q.e.enqueue(ctx, q, jobs, now, false)
 	switch {
 	case err == nil:
-		q.s.wake.signal(q.name)
+		q.e.wakers().signal(q.name)
 		return nil
 	case bad >= 0:
 		return opError(op, entry("jobs", bad, jobs[bad].ID), err)
@@ -112,7 +102,7 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, jobs ...Job) error {
 		return opError(op, "", err)
 	}
 	for i, j := range jobs {
-		if err := q.insert(ctx, tx, j, now); err != nil {
+		if err := q.e.insert(ctx, tx, q, j, now); err != nil {
 			_, rbErr := tx.ExecContext(context.WithoutCancel(ctx), "ROLLBACK TO SAVEPOINT leaseq_enqueue")
 			_, relErr := tx.ExecContext(context.WithoutCancel(ctx), "RELEASE SAVEPOINT leaseq_enqueue")
 			return opError(op, entry("jobs", i, j.ID), errors.Join(err, rbErr, relErr))
@@ -122,6 +112,26 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, jobs ...Job) error {
 		return opError(op, "", err)
 	}
 	return nil
+}
+
+// newRow is what a job's row holds beyond the job's own fields, enqueued at
+// now: its limits with the queue's defaults filled in, and when it is due.
+type jobRow struct {
+	maxAttempts int
+	payload     []byte
+	runAt       sql.NullInt64
+	due         int64
+}
+
+func (q *Queue) newRow(j Job, now int64) jobRow {
+	r := jobRow{maxAttempts: cmp.Or(j.MaxAttempts, q.maxAttempts), payload: j.Payload, runAt: nullMillis(j.RunAt), due: now}
+	if r.payload == nil {
+		r.payload = []byte{} // a nil []byte binds as NULL
+	}
+	if r.runAt.Valid && r.runAt.Int64 > now {
+		r.due = r.runAt.Int64
+	}
+	return r
 }
 
 // batchProblem validates the jobs of one batch call at time now: each job,
@@ -140,6 +150,26 @@ func (q *Queue) batchProblem(jobs []Job, now int64) error {
 	return nil
 }
 
+// enqueue writes jobs in one transaction: a single Enqueue's may be shared
+// with other calls (group commit).
+func (s *store) enqueue(ctx context.Context, q *Queue, jobs []Job, now int64, group bool) (int, error) {
+	bad := -1 // the job whose INSERT failed, if one did
+	insertAll := func(ctx context.Context, tx execer) error {
+		bad = -1
+		for i, j := range jobs {
+			if err := s.insert(ctx, tx, q, j, now); err != nil {
+				bad = i
+				return err
+			}
+		}
+		return nil
+	}
+	if group {
+		return bad, s.groupTx(ctx, q, nil, insertAll)
+	}
+	return bad, s.writeTx(ctx, nil, insertAll)
+}
+
 // insertSQL writes one job. A job whose ID was purged starts from the
 // purged job's last token (leaseq_purged); any other from 0. A job due at
 // once goes straight into leaseq_jobs_ready.
@@ -151,22 +181,10 @@ VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6, ?7, ?8, ?9, ?9 <= ?10,
 
 // insert writes one validated job at time now. A unique-constraint failure
 // on (queue, id) becomes ErrDuplicate; the failed INSERT changed nothing.
-func (q *Queue) insert(ctx context.Context, tx execer, j Job, now int64) error {
-	maxAttempts := j.MaxAttempts
-	if maxAttempts == 0 {
-		maxAttempts = q.maxAttempts
-	}
-	payload := j.Payload
-	if payload == nil {
-		payload = []byte{} // a nil []byte binds as NULL
-	}
-	runAt := nullMillis(j.RunAt)
-	due := now
-	if runAt.Valid && runAt.Int64 > now {
-		due = runAt.Int64
-	}
-	_, err := tx.ExecContext(ctx, insertSQL, q.name, j.ID, j.Qty, payload, maxAttempts,
-		nullMillis(j.Deadline), runAt, j.Priority, due, now)
+func (s *store) insert(ctx context.Context, tx execer, q *Queue, j Job, now int64) error {
+	r := q.newRow(j, now)
+	_, err := tx.ExecContext(ctx, insertSQL, q.name, j.ID, j.Qty, r.payload, r.maxAttempts,
+		nullMillis(j.Deadline), r.runAt, j.Priority, r.due, now)
 	if isCode(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE) || isCode(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY) {
 		return ErrDuplicate
 	}

@@ -4,7 +4,7 @@ package leaseq
 // a test can make sure they have all queued up before it lets the committer
 // take the lock.
 func (q *Queue) WaitingCalls() int {
-	g := &q.s.group
+	g := &q.e.(*store).group
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n := 0

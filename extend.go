@@ -24,7 +24,7 @@ SET lease_until = min(?5 + ?6, coalesce(deadline, ?5 + ?6)), due_at = min(?5 + ?
 // working on the job when it returns false. A lease under 1 ms, or a c that
 // Claim could not have returned, is [ErrInvalid].
 func (q *Queue) Extend(ctx context.Context, c Claim, lease time.Duration) (Claim, bool, error) {
-	until, ok, err := q.settle(ctx, "extend", fenced{c: c, query: extendSQL,
+	until, ok, err := q.settle(ctx, "extend", fenced{c: c, kind: fenceExtend,
 		args: []any{lease.Milliseconds()}}, leaseProblem(lease))
 	if err != nil || !ok {
 		return c, false, err

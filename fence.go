@@ -23,23 +23,43 @@ WHERE queue = ?1 AND id = ?2 AND owner = ?3 AND token = ?4 AND status = 'leased'
   AND lease_until > ?5 AND (deadline IS NULL OR deadline > ?5)
 RETURNING lease_until`
 
-// fenced is one fenced call on the claim c: the statement to run and its
-// own arguments after the fence's.
-type fenced struct {
-	c     Claim
-	query string
-	args  []any
+// sqliteFenced is each fenced call's statement on SQLite.
+var sqliteFenced = [...]string{fenceFinish: finishSQL, fenceExtend: extendSQL, fenceRelease: releaseSQL, fenceFail: failSQL}
+
+// fencedTx runs f at time now (nil: the statement reads the server's
+// clock) in query and reports whether the fence matched and the lease end
+// the row was left with. Both engines' fenced statements take the same
+// arguments.
+func fencedTx(ctx context.Context, tx execer, q *Queue, query string, f fenced, now any) (settled, error) {
+	args := append([]any{q.name, f.c.ID, f.c.Owner, f.c.Token, now}, f.args...)
+	var r settled
+	err := tx.QueryRowContext(ctx, query, args...).Scan(&r.leaseUntil)
+	if errors.Is(err, sql.ErrNoRows) {
+		return settled{}, nil
+	}
+	r.ok = err == nil
+	return r, err
 }
 
-// fencedTx runs f at time now and reports whether the fence matched and
-// the lease end the row was left with.
-func (q *Queue) fencedTx(ctx context.Context, tx execer, f fenced, now int64) (leaseUntil int64, ok bool, err error) {
-	args := append([]any{q.name, f.c.ID, f.c.Owner, f.c.Token, now}, f.args...)
-	err = tx.QueryRowContext(ctx, f.query, args...).Scan(&leaseUntil)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, false, nil
+// settle runs fenced calls on SQLite: a single one in a (possibly shared)
+// transaction at the clock read under the lock, a batch in one transaction
+// at one instant.
+func (s *store) settle(ctx context.Context, q *Queue, fs []fenced, group bool) ([]settled, error) {
+	out := make([]settled, len(fs))
+	body := func(ctx context.Context, tx execer) error {
+		now := q.now()
+		for i, f := range fs {
+			var err error
+			if out[i], err = fencedTx(ctx, tx, q, sqliteFenced[f.kind], f, now); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	return leaseUntil, err == nil, err
+	if group {
+		return out, s.groupTx(ctx, q, nil, body)
+	}
+	return out, s.writeTx(ctx, nil, body)
 }
 
 // settle runs one fenced call in a (possibly shared) transaction, judged at
@@ -56,15 +76,11 @@ func (q *Queue) settle(ctx context.Context, op string, f fenced, why string) (le
 	if err := problem(why); err != nil {
 		return 0, false, opError(op, job(f.c.ID), err)
 	}
-	err = q.groupTx(ctx, nil, func(ctx context.Context, tx execer) error {
-		var err error
-		leaseUntil, ok, err = q.fencedTx(ctx, tx, f, q.now())
-		return err
-	})
+	r, err := q.e.settle(ctx, q, []fenced{f}, true)
 	if err != nil {
 		return 0, false, opError(op, job(f.c.ID), err)
 	}
-	return leaseUntil, ok, nil
+	return r[0].leaseUntil, r[0].ok, nil
 }
 
 // settleBatch runs fenced calls in one transaction, each fenced on its own,
@@ -84,18 +100,12 @@ func (q *Queue) settleBatch(ctx context.Context, op string, fs []fenced) ([]bool
 	if len(fs) == 0 {
 		return oks, nil
 	}
-	err := q.s.writeTx(ctx, nil, func(ctx context.Context, tx execer) error {
-		now := q.now()
-		for i, f := range fs {
-			var err error
-			if _, oks[i], err = q.fencedTx(ctx, tx, f, now); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	rs, err := q.e.settle(ctx, q, fs, false)
 	if err != nil {
 		return nil, opError(op, "", err)
+	}
+	for i, r := range rs {
+		oks[i] = r.ok
 	}
 	return oks, nil
 }

@@ -14,7 +14,7 @@ const finishSQL = `UPDATE leaseq_jobs SET status = 'done', ready = 0, updated_at
 // claim at all (empty ID or owner, token <= 0: [ErrInvalid]); it never means
 // "your lease was lost".
 func (q *Queue) Finish(ctx context.Context, c Claim) (bool, error) {
-	_, ok, err := q.settle(ctx, "finish", fenced{c: c, query: finishSQL}, "")
+	_, ok, err := q.settle(ctx, "finish", fenced{c: c, kind: fenceFinish}, "")
 	return ok, err
 }
 
@@ -28,7 +28,7 @@ func (q *Queue) Finish(ctx context.Context, c Claim) (bool, error) {
 func (q *Queue) FinishBatch(ctx context.Context, claims []Claim) ([]bool, error) {
 	fs := make([]fenced, len(claims))
 	for i, c := range claims {
-		fs[i] = fenced{c: c, query: finishSQL}
+		fs[i] = fenced{c: c, kind: fenceFinish}
 	}
 	return q.settleBatch(ctx, "finish batch", fs)
 }

@@ -105,14 +105,14 @@ type group struct {
 // commit turned off, in a writeTx of its own. fn gets the context its
 // statements must run on: the caller's own when alone, the committer's in a
 // group. idle, if not nil, may answer the call from a read instead.
-func (q *Queue) groupTx(ctx context.Context, idle idleFunc, fn txFunc) error {
+func (s *store) groupTx(ctx context.Context, q *Queue, idle idleFunc, fn txFunc) error {
 	if q.noGroup {
-		return q.s.writeTx(ctx, idle, fn)
+		return s.writeTx(ctx, idle, fn)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	s, g := q.s, &q.s.group
+	g := &s.group
 	op := &groupOp{ctx: ctx, run: fn, idle: idle, idleKey: q, done: make(chan struct{})}
 	g.mu.Lock()
 	g.waiting = append(g.waiting, op)

@@ -29,17 +29,15 @@ WHERE queue = ?1 AND id = ?2 AND status = 'quarantined' AND (deadline IS NULL OR
 // at once), is an error wrapping [ErrInvalid]; an unknown ID wraps
 // [ErrNotFound]. Either way nothing changes.
 func (q *Queue) Requeue(ctx context.Context, id string) error {
-	err := q.operate(ctx, "requeue", id, func(ctx context.Context, tx execer, now int64) (sql.Result, error) {
-		return tx.ExecContext(ctx, requeueSQL, q.name, id, now)
-	}, func(status Status, deadline sql.NullInt64, now int64) error {
-		if status != StatusQuarantined {
-			return invalid("job is %s; only a quarantined job can be requeued", status)
+	err := q.operate(ctx, "requeue", operation{kind: opRequeue, id: id}, func(r refusal) error {
+		if r.status != StatusQuarantined {
+			return invalid("job is %s; only a quarantined job can be requeued", r.status)
 		}
 		return invalid("deadline %s has passed (now %s); enqueue a new job instead",
-			fmtMillis(deadline.Int64), fmtMillis(now))
+			fmtMillis(r.deadline.Int64), fmtMillis(r.now))
 	})
 	if err == nil {
-		q.s.wake.signal(q.name)
+		q.e.wakers().signal(q.name)
 	}
 	return err
 }
@@ -59,46 +57,77 @@ WHERE queue = ?1 AND id = ?2 AND status IN ('pending', 'leased')`
 // [ErrInvalid]; an unknown ID wraps [ErrNotFound]. Either way nothing
 // changes.
 func (q *Queue) Cancel(ctx context.Context, id, reason string) error {
-	reason = cleanReason(reason)
-	return q.operate(ctx, "cancel", id, func(ctx context.Context, tx execer, now int64) (sql.Result, error) {
-		return tx.ExecContext(ctx, cancelSQL, q.name, id, reason, now)
-	}, func(status Status, _ sql.NullInt64, _ int64) error {
-		return invalid("job is %s; only a pending or leased job can be cancelled", status)
+	return q.operate(ctx, "cancel", operation{kind: opCancel, id: id, reason: cleanReason(reason)}, func(r refusal) error {
+		return invalid("job is %s; only a pending or leased job can be cancelled", r.status)
 	})
 }
 
-// operate runs an operator's update of job id at the queue's clock. When it
-// matches no row, refused explains why from the row as it is, or the error
-// is ErrNotFound.
-func (q *Queue) operate(ctx context.Context, op, id string,
-	update func(ctx context.Context, tx execer, now int64) (sql.Result, error),
-	refused func(status Status, deadline sql.NullInt64, now int64) error) error {
+// operate runs an operator's update of one job at the queue's clock. When
+// it matched no row, refused explains why from the row as it is, or the
+// error is ErrNotFound.
+func (q *Queue) operate(ctx context.Context, op string, o operation, refused func(refusal) error) error {
 	if err := q.usable(); err != nil {
-		return opError(op, job(id), err)
+		return opError(op, job(o.id), err)
 	}
-	err := q.s.writeTx(ctx, nil, func(ctx context.Context, tx execer) error {
-		now := q.now()
-		res, err := update(ctx, tx, now)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 1 {
-			return err
-		}
-		var status Status
-		var deadline sql.NullInt64
-		err = tx.QueryRowContext(ctx, "SELECT status, deadline FROM leaseq_jobs WHERE queue = ?1 AND id = ?2",
-			q.name, id).Scan(&status, &deadline)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return ErrNotFound
-		case err != nil:
-			return fmt.Errorf("reading why nothing changed: %w", err)
-		}
-		return refused(status, deadline, now)
-	})
+	r, err := q.e.operate(ctx, q, o)
+	switch {
+	case err != nil:
+	case !r.applied && !r.found:
+		err = ErrNotFound
+	case !r.applied:
+		err = refused(r)
+	}
 	if err != nil {
-		return opError(op, job(id), err)
+		return opError(op, job(o.id), err)
 	}
+	return nil
+}
+
+// operate runs o in a transaction of its own, and when it matches no row
+// reads the row in the same transaction to say why.
+func (s *store) operate(ctx context.Context, q *Queue, o operation) (refusal, error) {
+	var r refusal
+	err := s.writeTx(ctx, nil, func(ctx context.Context, tx execer) error {
+		r = refusal{now: q.now()}
+		var err error
+		r.applied, err = runOperation(ctx, tx, q, o, r.now)
+		if err != nil || r.applied {
+			return err
+		}
+		return readRefusal(ctx, tx, q, o.id, &r)
+	})
+	return r, err
+}
+
+// runOperation runs o's update at now and reports whether it matched the
+// row. Its statements are the same on both engines.
+func runOperation(ctx context.Context, tx execer, q *Queue, o operation, now int64) (bool, error) {
+	var res sql.Result
+	var err error
+	switch o.kind {
+	case opRequeue:
+		res, err = tx.ExecContext(ctx, requeueSQL, q.name, o.id, now)
+	case opCancel:
+		res, err = tx.ExecContext(ctx, cancelSQL, q.name, o.id, o.reason, now)
+	}
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// readRefusal reads the row of job id that an operator's update did not
+// match into r.
+func readRefusal(ctx context.Context, tx execer, q *Queue, id string, r *refusal) error {
+	err := tx.QueryRowContext(ctx, "SELECT status, deadline FROM leaseq_jobs WHERE queue = ?1 AND id = ?2",
+		q.name, id).Scan(&r.status, &r.deadline)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading why nothing changed: %w", err)
+	}
+	r.found = true
 	return nil
 }

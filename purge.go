@@ -59,7 +59,7 @@ func (q *Queue) Purge(ctx context.Context, before time.Time, statuses ...Status)
 	total := 0
 	for _, st := range statuses {
 		for {
-			n, err := q.purgeChunk(ctx, st, b)
+			n, err := q.e.purgeChunk(ctx, q, st, b)
 			total += n
 			if err != nil {
 				return total, opError("purge", "", fmt.Errorf("after deleting %d jobs: %w", total, err))
@@ -73,18 +73,26 @@ func (q *Queue) Purge(ctx context.Context, before time.Time, statuses ...Status)
 }
 
 // purgeChunk deletes one chunk in a transaction of its own.
-func (q *Queue) purgeChunk(ctx context.Context, st Status, before int64) (int, error) {
-	var n int64
-	err := q.s.writeTx(ctx, nil, func(ctx context.Context, tx execer) error {
-		if _, err := tx.ExecContext(ctx, purgeSQL[0], q.name, st, before, purgeChunk); err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, purgeSQL[1], q.name, st, before, purgeChunk)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
+func (s *store) purgeChunk(ctx context.Context, q *Queue, st Status, before int64) (int, error) {
+	var n int
+	err := s.writeTx(ctx, nil, func(ctx context.Context, tx execer) error {
+		var err error
+		n, err = purgeTx(ctx, tx, q, st, before)
 		return err
 	})
+	return n, err
+}
+
+// purgeTx runs purgeSQL and returns how many jobs it deleted. Its
+// statements are the same on both engines.
+func purgeTx(ctx context.Context, tx execer, q *Queue, st Status, before int64) (int, error) {
+	if _, err := tx.ExecContext(ctx, purgeSQL[0], q.name, st, before, purgeChunk); err != nil {
+		return 0, err
+	}
+	res, err := tx.ExecContext(ctx, purgeSQL[1], q.name, st, before, purgeChunk)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
 	return int(n), err
 }

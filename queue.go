@@ -97,12 +97,16 @@ const DefaultName = "default"
 // queues on the same file. Queues on one *sql.DB share one writer (see
 // [Options.Name]). Close it with [Queue.Close] before closing the database.
 type Queue struct {
-	s           *store
+	e           engine
 	name        string
 	clock       Clock
 	maxAttempts int
 	maxPayload  int
 	noGroup     bool // Options.DisableGroupCommit
+	// serverClock means Options.Clock was nil on an engine whose "now" is
+	// the database server's clock (rule 40): the statements that judge
+	// leases read it themselves (nowArg is NULL).
+	serverClock bool
 	closed      atomic.Bool
 	closing     chan struct{} // closed by Close, so that Work stops waiting
 }
@@ -152,14 +156,18 @@ func New(ctx context.Context, db *sql.DB, opts Options) (*Queue, error) {
 		noGroup:     opts.DisableGroupCommit,
 		closing:     make(chan struct{}),
 	}
-	if q.clock == nil {
-		q.clock = systemClock{}
-	}
-	if err := fileProblem(ctx, db); err != nil {
+	e, err := openEngine(ctx, db)
+	if err != nil {
 		return nil, opError("new", job(opts.Name), err)
 	}
-	q.s = openStore(db)
-	if err := q.migrate(ctx); err != nil {
+	q.e = e
+	if q.clock == nil {
+		q.clock = systemClock{}
+		if e.serverClock() {
+			q.clock, q.serverClock = serverClock{e}, true
+		}
+	}
+	if err := e.migrate(ctx); err != nil {
 		q.Close()
 		return nil, opError("new", job(opts.Name), err)
 	}
@@ -203,12 +211,22 @@ func fileProblem(ctx context.Context, db *sql.DB) error {
 func (q *Queue) Name() string { return q.name }
 
 // DB returns the database the queue was created on.
-func (q *Queue) DB() *sql.DB { return q.s.db }
+func (q *Queue) DB() *sql.DB { return q.e.db() }
 
 // now is the queue's clock read once, truncated to the millisecond (rule 8
 // in README's "The rules"). Each operation reads it once, so all its
 // comparisons agree.
 func (q *Queue) now() int64 { return toMillis(q.clock.Now()) }
+
+// nowArg is the instant a statement that reads the clock itself is judged
+// at: the queue's clock, or NULL when it is the database server's, which
+// the statement then reads at its start (postgres.go).
+func (q *Queue) nowArg() any {
+	if q.serverClock {
+		return nil
+	}
+	return q.now()
+}
 
 // usable is the error of a call on a closed Queue, or nil.
 func (q *Queue) usable() error {
@@ -249,12 +267,9 @@ func (q *Queue) Get(ctx context.Context, id string) (State, error) {
 		return State{}, opError("get", job(id), err)
 	}
 	var s State
-	err := q.s.readRetry(ctx, func(execer) error {
-		st, err := q.s.readStmt(ctx, getSQL)
-		if err != nil {
-			return err
-		}
-		s, err = scanState(st.QueryRowContext(ctx, q.name, id))
+	err := q.e.read(ctx, func(db execer) error {
+		var err error
+		s, err = scanState(db.QueryRowContext(ctx, getSQL, q.name, id))
 		return err
 	})
 	if errors.Is(err, sql.ErrNoRows) {

@@ -34,14 +34,14 @@ SET status = CASE WHEN attempts >= max_attempts OR ?5 + ?6 >= coalesce(deadline,
 func (q *Queue) Release(ctx context.Context, c Claim, delay time.Duration, reason string) (bool, error) {
 	_, ok, err := q.settle(ctx, "release", releaseFenced(c, delay, reason), delayProblem(delay))
 	if ok {
-		q.s.wake.signal(q.name) // claimable now, or a new instant for sleeping workers
+		q.e.wakers().signal(q.name) // claimable now, or a new instant for sleeping workers
 	}
 	return ok, err
 }
 
 // releaseFenced is the fenced statement of Release.
 func releaseFenced(c Claim, delay time.Duration, reason string) fenced {
-	return fenced{c: c, query: releaseSQL, args: []any{delay.Milliseconds(), cleanReason(reason),
+	return fenced{c: c, kind: fenceRelease, args: []any{delay.Milliseconds(), cleanReason(reason),
 		cleanReason("max attempts reached, released: " + reason),
 		cleanReason("released past the deadline: " + reason)}}
 }
@@ -65,5 +65,5 @@ func (q *Queue) Fail(ctx context.Context, c Claim, reason string) (bool, error) 
 
 // failFenced is the fenced statement of Fail.
 func failFenced(c Claim, reason string) fenced {
-	return fenced{c: c, query: failSQL, args: []any{cleanReason(reason)}}
+	return fenced{c: c, kind: fenceFail, args: []any{cleanReason(reason)}}
 }

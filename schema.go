@@ -45,8 +45,8 @@ var upgradeV1SQL = []string{
 // runs in one BEGIN IMMEDIATE transaction, so when several processes call
 // New on one file at once, one does the work and the others, which waited
 // for the lock, find it done; a failed upgrade leaves the old version whole.
-func (q *Queue) migrate(ctx context.Context) error {
-	return q.s.writeTx(ctx, nil, func(ctx context.Context, tx execer) error {
+func (s *store) migrate(ctx context.Context) error {
+	return s.writeTx(ctx, nil, func(ctx context.Context, tx execer) error {
 		var v int
 		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 			return err

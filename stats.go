@@ -14,7 +14,7 @@ import (
 // how many and since when, in one pass of leaseq_jobs_status in index order
 // (grouping by status alone needs no sorting).
 const statsSQL = `
-SELECT status, count(*), sum(` + claimableSQL + `), min(CASE WHEN ` + claimableSQL + ` THEN due_at END)
+SELECT status, count(*), sum(CASE WHEN ` + claimableSQL + ` THEN 1 ELSE 0 END), min(CASE WHEN ` + claimableSQL + ` THEN due_at END)
 FROM leaseq_jobs WHERE queue = ?1 GROUP BY status`
 
 // Stats counts the queue's jobs by where they are, at one instant of the
@@ -25,7 +25,7 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 		return Stats{}, opError("stats", "", err)
 	}
 	var st Stats
-	err := q.s.readRetry(ctx, func(db execer) error {
+	err := q.e.read(ctx, func(db execer) error {
 		st = Stats{}
 		rows, err := db.QueryContext(ctx, statsSQL, q.name, q.now())
 		if err != nil {
@@ -67,15 +67,15 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 const listOneSQL = `SELECT ` + stateColumns + ` FROM leaseq_jobs
 WHERE queue = ?1 AND status = ?2 AND seq > ?3 ORDER BY seq LIMIT ?4`
 
-// listAllSQL is a page of every status: the first ?4 of each status after
-// ?3, merged. Each part is a range of leaseq_jobs_status, so a page costs
+// listAllSQL is a page of every status: the first ?3 of each status after
+// ?2, merged. Each part is a range of leaseq_jobs_status, so a page costs
 // at most four times its size at any depth.
 const listAllSQL = `SELECT ` + stateColumns + ` FROM leaseq_jobs WHERE seq IN (
-    SELECT seq FROM (SELECT seq FROM leaseq_jobs WHERE queue = ?1 AND status = 'pending' AND seq > ?3 ORDER BY seq LIMIT ?4)
-    UNION ALL SELECT seq FROM (SELECT seq FROM leaseq_jobs WHERE queue = ?1 AND status = 'leased' AND seq > ?3 ORDER BY seq LIMIT ?4)
-    UNION ALL SELECT seq FROM (SELECT seq FROM leaseq_jobs WHERE queue = ?1 AND status = 'done' AND seq > ?3 ORDER BY seq LIMIT ?4)
-    UNION ALL SELECT seq FROM (SELECT seq FROM leaseq_jobs WHERE queue = ?1 AND status = 'quarantined' AND seq > ?3 ORDER BY seq LIMIT ?4)
-    ORDER BY seq LIMIT ?4)
+    SELECT seq FROM (SELECT seq FROM leaseq_jobs WHERE queue = ?1 AND status = 'pending' AND seq > ?2 ORDER BY seq LIMIT ?3) AS p
+    UNION ALL SELECT seq FROM (SELECT seq FROM leaseq_jobs WHERE queue = ?1 AND status = 'leased' AND seq > ?2 ORDER BY seq LIMIT ?3) AS l
+    UNION ALL SELECT seq FROM (SELECT seq FROM leaseq_jobs WHERE queue = ?1 AND status = 'done' AND seq > ?2 ORDER BY seq LIMIT ?3) AS d
+    UNION ALL SELECT seq FROM (SELECT seq FROM leaseq_jobs WHERE queue = ?1 AND status = 'quarantined' AND seq > ?2 ORDER BY seq LIMIT ?3) AS x
+    ORDER BY seq LIMIT ?3)
 ORDER BY seq`
 
 // List returns a page of the queue's jobs in enqueue order: those of
@@ -97,7 +97,7 @@ func (q *Queue) List(ctx context.Context, f Filter) ([]State, error) {
 		f.Limit = DefaultListLimit
 	}
 	var page []State
-	err := q.s.readRetry(ctx, func(db execer) error {
+	err := q.e.read(ctx, func(db execer) error {
 		page = page[:0]
 		var after int64
 		if f.AfterID != "" {
@@ -109,9 +109,9 @@ func (q *Queue) List(ctx context.Context, f Filter) ([]State, error) {
 				return err
 			}
 		}
-		query, args := listAllSQL, []any{q.name, nil, after, f.Limit}
+		query, args := listAllSQL, []any{q.name, after, f.Limit}
 		if f.Status != "" {
-			query, args[1] = listOneSQL, string(f.Status)
+			query, args = listOneSQL, []any{q.name, string(f.Status), after, f.Limit}
 		}
 		rows, err := db.QueryContext(ctx, query, args...)
 		if err != nil {

@@ -15,7 +15,7 @@ import (
 // four named queues on one database would be far slower together than one.
 // Sharing makes them as fast together as one queue.
 type store struct {
-	db *sql.DB
+	dbh *sql.DB
 	// writer lets one write transaction run at a time; see asWriter.
 	writer chan struct{}
 	// wc is the pinned write connection, guarded by writer; see writeConn.
@@ -47,7 +47,7 @@ func (s *store) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	if st, ok := s.reads[query]; ok {
 		return st, nil
 	}
-	st, err := s.db.PrepareContext(ctx, query)
+	st, err := s.dbh.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
 	}
@@ -70,22 +70,22 @@ func openStore(db *sql.DB) *store {
 	defer storesMu.Unlock()
 	s := stores[db]
 	if s == nil {
-		s = &store{db: db, writer: make(chan struct{}, 1), writeIdle: writeConnIdle}
+		s = &store{dbh: db, writer: make(chan struct{}, 1), writeIdle: writeConnIdle}
 		stores[db] = s
 	}
 	s.queues++
 	return s
 }
 
-// closeStore ends one Queue's use of s. The last one gives the write
+// release ends one Queue's use of s. The last one gives the write
 // connection back to the pool, so that db.Close can close the file; a call
 // still in the group list then gets ErrClosed.
-func closeStore(s *store) {
+func (s *store) release() {
 	storesMu.Lock()
 	s.queues--
 	last := s.queues == 0
 	if last {
-		delete(stores, s.db)
+		delete(stores, s.dbh)
 	}
 	storesMu.Unlock()
 	if !last {
@@ -105,6 +105,14 @@ func closeStore(s *store) {
 	s.readsMu.Unlock()
 }
 
+func (s *store) db() *sql.DB       { return s.dbh }
+func (s *store) wakers() *wakers   { return &s.wake }
+func (s *store) usable() error     { return dbClosed(s.dbh) }
+func (s *store) serverClock() bool { return false }
+
+// now is never asked of SQLite: its clock is the host's.
+func (s *store) now(context.Context) (int64, error) { return toMillis(time.Now()), nil }
+
 // ErrClosed is wrapped by the error of every call on a Queue after
 // [Queue.Close]. Nothing was written.
 var ErrClosed = errors.New("queue is closed")
@@ -119,7 +127,7 @@ func (q *Queue) Close() error {
 		return nil
 	}
 	close(q.closing)
-	closeStore(q.s)
+	q.e.release()
 	return nil
 }
 

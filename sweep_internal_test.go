@@ -39,7 +39,7 @@ func TestClaimSweepsOncePerInstant(t *testing.T) {
 	}
 	// Three claims in one transaction: at +1ms (sweeps), at +2ms (the
 	// instant moved: sweeps again, and takes "last"), at +2ms (skips).
-	err = q.s.writeTx(ctx, nil, func(ctx context.Context, tx execer) error {
+	err = q.e.(*store).writeTx(ctx, nil, func(ctx context.Context, tx execer) error {
 		for _, at := range []time.Duration{time.Millisecond, 2 * time.Millisecond, 2 * time.Millisecond} {
 			clock.Set(t0.Add(at))
 			if _, err := q.claimTx(ctx, tx, "x", time.Minute, 1); err != nil {
@@ -56,7 +56,7 @@ func TestClaimSweepsOncePerInstant(t *testing.T) {
 		t.Fatalf("last after a claim at its lease end in the same transaction: %+v %v; want quarantined", s, err)
 	}
 	// Within one transaction the memo says when to skip.
-	err = q.s.writeTx(ctx, nil, func(ctx context.Context, tx execer) error {
+	err = q.e.(*store).writeTx(ctx, nil, func(ctx context.Context, tx execer) error {
 		clock.Set(t0.Add(5 * time.Millisecond))
 		first := sweptAt(tx, q.name, q.now())
 		again := sweptAt(tx, q.name, q.now())
@@ -73,7 +73,7 @@ func TestClaimSweepsOncePerInstant(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A new transaction starts with no memo.
-	err = q.s.writeTx(ctx, nil, func(ctx context.Context, tx execer) error {
+	err = q.e.(*store).writeTx(ctx, nil, func(ctx context.Context, tx execer) error {
 		if sweptAt(tx, q.name, q.now()) {
 			t.Error("sweptAt in a new transaction at the instant of the last one: true, want false")
 		}

@@ -16,7 +16,7 @@ import (
 
 // This file is the only place that begins, commits or rolls back a
 // transaction. Every write of the queue goes through writeTx, every read
-// through readRetry, so the pitfalls below are handled once.
+// through read, so the pitfalls below are handled once.
 //
 // Why not db.BeginTx? database/sql cannot ask for BEGIN IMMEDIATE: the
 // modernc driver issues it only when the DSN says _txlock=immediate, and
@@ -199,7 +199,7 @@ func (s *store) writeConn(ctx context.Context) (*writeConn, error) {
 	if s.closed {
 		return nil, ErrClosed
 	}
-	if err := dbClosed(s.db); err != nil {
+	if err := dbClosed(s.dbh); err != nil {
 		if s.wc != nil {
 			s.dropWriteConn(s.wc)
 		}
@@ -208,7 +208,7 @@ func (s *store) writeConn(ctx context.Context) (*writeConn, error) {
 	if s.wc != nil {
 		return s.wc, nil
 	}
-	conn, err := s.db.Conn(ctx)
+	conn, err := s.dbh.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +228,7 @@ func (s *store) writeConn(ctx context.Context) (*writeConn, error) {
 // pinWriteConn reports whether the write connection may stay pinned after a
 // transaction, and if so marks it used.
 func (s *store) pinWriteConn() bool {
-	if max := s.db.Stats().MaxOpenConnections; max != 0 && max < pinMinPool {
+	if max := s.dbh.Stats().MaxOpenConnections; max != 0 && max < pinMinPool {
 		return false
 	}
 	wc := s.wc
@@ -328,11 +328,40 @@ func (wc *writeConn) abort(cause error) error {
 	return cause
 }
 
-// readRetry runs a read on the pool, retrying SQLITE_BUSY: in
-// rollback-journal mode a reader is locked out while another connection
-// commits.
-func (s *store) readRetry(ctx context.Context, fn func(db execer) error) error {
-	return retryBusy(ctx, func() error { return fn(s.db) })
+// read runs a read on the pool, retrying SQLITE_BUSY: in rollback-journal
+// mode a reader is locked out while another connection commits. Its
+// statements are prepared once per pool (readStmt).
+func (s *store) read(ctx context.Context, fn func(db execer) error) error {
+	return retryBusy(ctx, func() error { return fn(pooledReads{s}) })
+}
+
+// pooledReads runs statements prepared on the pool (see readStmt).
+type pooledReads struct{ s *store }
+
+func (r pooledReads) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := r.s.readStmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+func (r pooledReads) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := r.s.readStmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+func (r pooledReads) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := r.s.readStmt(ctx, query)
+	if err != nil {
+		// As in writeConn.QueryRowContext: the unprepared query reports
+		// the same failure through Scan.
+		return r.s.dbh.QueryRowContext(ctx, query, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
 }
 
 // retryBusyOnce is retryBusy for an operation that returns a value.
@@ -357,6 +386,12 @@ const (
 // ends. Once ctx is done a failed op reports ctx's error, not the interrupt
 // or lock error it caused.
 func retryBusy(ctx context.Context, op func() error) error {
+	return retryWhile(ctx, isBusy, op)
+}
+
+// retryWhile runs op until it returns an error again says no to, or nil, or
+// ctx ends, with a capped, jittered backoff between tries.
+func retryWhile(ctx context.Context, again func(error) bool, op func() error) error {
 	delay := busyDelayMin
 	for {
 		err := op()
@@ -366,7 +401,7 @@ func retryBusy(ctx context.Context, op func() error) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if !isBusy(err) {
+		if !again(err) {
 			return err
 		}
 		t := time.NewTimer(delay/2 + rand.N(delay))

@@ -170,11 +170,11 @@ func newPool(ctx context.Context, q *Queue, opts WorkerOptions, h Handler) *pool
 func (p *pool) run(ctx context.Context) error {
 	faults := 0
 	for {
-		wake := p.q.s.wake.wakeup(p.q.name)
+		wake := p.q.e.wakers().wakeup(p.q.name)
 		var sleep <-chan time.Time // nil: nothing to wait for but events
 		p.reap()
 		if free := p.opts.Concurrency - p.running; free > 0 {
-			cs, err := p.q.claimN(ctx, "work", p.opts.Owner, p.opts.Lease, free, p.q.groupTx)
+			cs, err := p.q.claimN(ctx, "work", p.opts.Owner, p.opts.Lease, free, true)
 			// A claim that committed as ctx ended is run too, under the
 			// drain: dropped, its jobs would stay leased to a pool that is
 			// gone until their leases end.
@@ -232,7 +232,7 @@ func (p *pool) fatal(err error) error {
 	if errors.Is(err, ErrClosed) {
 		return ErrClosed
 	}
-	if closed := dbClosed(p.q.s.db); closed != nil {
+	if closed := p.q.e.usable(); closed != nil {
 		return closed
 	}
 	return nil
@@ -259,12 +259,8 @@ WHERE queue = ?1 AND ready = 0 AND status IN ('pending', 'leased')`
 // are found no later), at least a millisecond.
 func (p *pool) idleFor(ctx context.Context) time.Duration {
 	var due sql.NullInt64
-	err := p.q.s.readRetry(ctx, func(execer) error {
-		st, err := p.q.s.readStmt(ctx, nextDueSQL)
-		if err != nil {
-			return err
-		}
-		return st.QueryRowContext(ctx, p.q.name).Scan(&due)
+	err := p.q.e.read(ctx, func(db execer) error {
+		return db.QueryRowContext(ctx, nextDueSQL, p.q.name).Scan(&due)
 	})
 	if err != nil || !due.Valid {
 		return p.opts.PollInterval

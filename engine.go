@@ -1,0 +1,161 @@
+package leaseq
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+)
+
+// engine is what differs between the databases a Queue runs on: how a
+// call's statements run and commit, and their SQL. SQLite has one writer per
+// file, so its engine ([store], tx.go, group.go) takes turns in-process,
+// begins IMMEDIATE transactions, retries SQLITE_BUSY and gathers concurrent
+// calls into shared commits. PostgreSQL has many writers and row locks, so
+// its engine (postgres.go) runs each call as one statement or one short
+// transaction on the pool and claims with FOR UPDATE SKIP LOCKED.
+//
+// Everything above the seam is shared: validation, the clock, errors,
+// wake-ups, the rules' wording, [Queue.Process] and [Queue.Work]. A method
+// here gets input that is already valid, and returns the database's error
+// unwrapped; the Queue method names the call around it. Reads share their
+// SQL (written with ?N placeholders, which the PostgreSQL engine rewrites);
+// writes have each engine's own.
+type engine interface {
+	// migrate creates the schema or upgrades an older one; safe when
+	// several processes or hosts do it at once.
+	migrate(ctx context.Context) error
+	// enqueue writes jobs at now, all or nothing. bad is the index of the
+	// job that failed (ErrDuplicate, or an error of its INSERT), else -1.
+	// one is a single Enqueue, which may share a transaction with other
+	// calls.
+	enqueue(ctx context.Context, q *Queue, jobs []Job, now int64, one bool) (bad int, err error)
+	// insert writes one job at now on tx, the caller's transaction
+	// (EnqueueTx): ErrDuplicate for a taken ID, with tx still usable.
+	insert(ctx context.Context, tx execer, q *Queue, j Job, now int64) error
+	// claim leases up to max claimable jobs to owner (rules 1, 6 and 39):
+	// none, and a nil error, when nothing is claimable.
+	claim(ctx context.Context, q *Queue, owner string, lease time.Duration, max int, one bool) ([]Claim, error)
+	// settle runs fenced calls, all in one transaction at one instant, and
+	// reports for each whether its fence matched.
+	settle(ctx context.Context, q *Queue, fs []fenced, one bool) ([]settled, error)
+	// operate runs an operator's unfenced update of one job (Requeue,
+	// Cancel); when it matched no row, the row as it is says why.
+	operate(ctx context.Context, q *Queue, o operation) (refusal, error)
+	// purgeChunk deletes at most purgeChunk jobs of status st whose last
+	// change is before before, in a transaction of its own.
+	purgeChunk(ctx context.Context, q *Queue, st Status, before int64) (int, error)
+	// read runs a read on the pool; its statements use ?N placeholders.
+	read(ctx context.Context, fn func(db execer) error) error
+	// now is the database server's clock, for a Queue without a Clock of
+	// its own; only an engine with serverClock true is asked.
+	now(ctx context.Context) (int64, error)
+	// serverClock reports whether a Queue without a Clock reads the
+	// database server's clock (rule 40) rather than its host's.
+	serverClock() bool
+	// usable is the error of a call on a database that was closed, or nil.
+	usable() error
+	db() *sql.DB
+	wakers() *wakers
+	// release ends one Queue's use of the engine (Queue.Close).
+	release()
+}
+
+// fenceKind is which fenced call a fenced statement is.
+type fenceKind int
+
+const (
+	fenceFinish fenceKind = iota
+	fenceExtend
+	fenceRelease
+	fenceFail
+)
+
+// fenced is one fenced call on the claim c: which call, and its own
+// arguments in the order its statement takes them after the fence's (see
+// fence.go).
+type fenced struct {
+	c    Claim
+	kind fenceKind
+	args []any
+}
+
+// settled is the outcome of one fenced call: whether the fence matched, and
+// the lease end the row was left with (only Extend reports it).
+type settled struct {
+	ok         bool
+	leaseUntil int64
+}
+
+// operation is an operator's call on one job by ID.
+type operation struct {
+	kind   operationKind
+	id     string
+	reason string // Cancel's, cleaned
+}
+
+type operationKind int
+
+const (
+	opRequeue operationKind = iota
+	opCancel
+)
+
+// refusal is what an operator's update that matched no row found instead:
+// found is false for an unknown ID; otherwise the row's status and
+// deadline at the instant now the update was judged at. An update that
+// matched is the zero refusal with applied set.
+type refusal struct {
+	applied  bool
+	found    bool
+	status   Status
+	deadline sql.NullInt64
+	now      int64
+}
+
+// openEngine returns the engine for db, shared by every open Queue on it:
+// SQLite for modernc's driver, PostgreSQL for a database/sql driver whose
+// server says it is PostgreSQL (pgx's stdlib, lib/pq and the like; the
+// package imports none of them).
+func openEngine(ctx context.Context, db *sql.DB) (engine, error) {
+	if _, ok := db.Driver().(*sqlite.Driver); ok {
+		if err := fileProblem(ctx, db); err != nil {
+			return nil, err
+		}
+		return openStore(db), nil
+	}
+	var version string
+	if err := db.QueryRowContext(ctx, "SELECT version()").Scan(&version); err != nil {
+		return nil, fmt.Errorf("asking the %T database for its version: %w", db.Driver(), err)
+	}
+	if !strings.HasPrefix(version, "PostgreSQL ") {
+		return nil, invalid("database driver %T is neither modernc.org/sqlite nor a PostgreSQL driver (server: %q)",
+			db.Driver(), version)
+	}
+	return openPostgres(db), nil
+}
+
+// serverClock is a Queue's clock when it has none of its own and its
+// engine keeps time on the database server (rule 40). The statements that
+// judge leases read the server's clock themselves (Queue.nowArg); this is
+// for the rest: validating an Enqueue's deadline, Stats' split of due and
+// scheduled jobs, and how long an idle worker sleeps. If the server cannot
+// be asked, the host's clock stands in; a call that then writes fails on the
+// same unreachable server.
+type serverClock struct{ e engine }
+
+// serverClockWait bounds one reading of the server's clock.
+const serverClockWait = 5 * time.Second
+
+func (c serverClock) Now() time.Time {
+	ctx, cancel := context.WithTimeout(context.Background(), serverClockWait)
+	defer cancel()
+	ms, err := c.e.now(ctx)
+	if err != nil {
+		return time.Now()
+	}
+	return fromMillis(ms)
+}

@@ -1,0 +1,476 @@
+package leaseq
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The PostgreSQL engine. Where SQLite has one writer per file, PostgreSQL
+// has many writers and row locks, so this engine keeps none of SQLite's
+// transaction strategy (tx.go, group.go): no writer's turn, no pinned
+// connection, no group commit. Each single call is one statement on the
+// pool, committed on its own; a batch, an operator's call and a purge chunk
+// are one short READ COMMITTED transaction. Concurrent calls run on as many
+// connections as the pool allows, and the server batches their commits
+// itself: a backend that flushes the write-ahead log flushes every commit
+// record written so far, so sixteen workers finishing at once share
+// flushes without any gathering here.
+//
+// Why READ COMMITTED is enough for the fence. A fenced call is one UPDATE
+// whose WHERE is the whole fence. If another transaction holds the row (a
+// claim taking it, a worker finishing it), the UPDATE waits for it, and once
+// it commits PostgreSQL evaluates the WHERE again on the newest version of
+// the row before changing anything: a token the new claim moved, or a
+// status the finish changed, fails the fence then. So a fenced call acts
+// only on the row as it is when it acts, exactly as under SQLite's lock,
+// and never on a version another transaction has replaced. Claims lock
+// what they take with FOR UPDATE SKIP LOCKED (leaseq_claim in
+// postgres_schema.sql), so they never wait for each other or for a finish.
+//
+// Statements read "now" themselves when the Queue has no Clock (rule 40):
+// their now argument is NULL and leaseq_now() stands in for it.
+
+//go:embed postgres_schema.sql
+var postgresSchemaSQL string
+
+// pgEngine is what every Queue on one PostgreSQL *sql.DB shares.
+type pgEngine struct {
+	dbh  *sql.DB
+	wake wakers
+	// queues counts the open Queues on the engine, guarded by enginesMu.
+	queues int
+	// migrated is set once the schema is known to be current.
+	migratedMu sync.Mutex
+	migrated   bool
+}
+
+var pgEngines = map[*sql.DB]*pgEngine{} // guarded by storesMu
+
+// openPostgres returns db's engine, making it for the first open Queue.
+func openPostgres(db *sql.DB) *pgEngine {
+	storesMu.Lock()
+	defer storesMu.Unlock()
+	e := pgEngines[db]
+	if e == nil {
+		e = &pgEngine{dbh: db}
+		pgEngines[db] = e
+	}
+	e.queues++
+	return e
+}
+
+func (e *pgEngine) release() {
+	storesMu.Lock()
+	defer storesMu.Unlock()
+	if e.queues--; e.queues == 0 {
+		delete(pgEngines, e.dbh)
+	}
+}
+
+func (e *pgEngine) db() *sql.DB       { return e.dbh }
+func (e *pgEngine) wakers() *wakers   { return &e.wake }
+func (e *pgEngine) usable() error     { return dbClosed(e.dbh) }
+func (e *pgEngine) serverClock() bool { return true }
+
+func (e *pgEngine) now(ctx context.Context) (int64, error) {
+	var ms int64
+	err := e.dbh.QueryRowContext(ctx, "SELECT leaseq_now()").Scan(&ms)
+	return ms, err
+}
+
+// schemaLock is the advisory lock key that makes migrations from several
+// hosts at once take turns: the first creates or upgrades the schema, the
+// others find it done.
+const schemaLock = 0x6c65617365710a // "leaseq\n"
+
+// migrate creates the schema in one transaction under schemaLock, or
+// checks that it is current. The version lives in leaseq_schema.
+func (e *pgEngine) migrate(ctx context.Context) error {
+	e.migratedMu.Lock()
+	defer e.migratedMu.Unlock()
+	if e.migrated {
+		return nil
+	}
+	err := e.write(ctx, func(ctx context.Context, tx execer) error {
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", schemaLock)); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS leaseq_schema (version integer NOT NULL)"); err != nil {
+			return err
+		}
+		var v int
+		err := tx.QueryRowContext(ctx, "SELECT version FROM leaseq_schema").Scan(&v)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		case v == SchemaVersion:
+			return nil
+		case v > SchemaVersion:
+			return fmt.Errorf("database schema version is %d, this leaseq knows version %d and older: %w", v, SchemaVersion, ErrInvalid)
+		}
+		for _, stmt := range splitSQL(postgresSchemaSQL) {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("creating the schema: %w", err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM leaseq_schema"); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, "INSERT INTO leaseq_schema (version) VALUES ($1)", SchemaVersion)
+		return err
+	})
+	e.migrated = err == nil
+	return err
+}
+
+// splitSQL splits a script into statements at semicolons outside comments
+// and $$-quoted function bodies.
+func splitSQL(script string) []string {
+	var out []string
+	var b strings.Builder
+	quoted := false
+	for _, line := range strings.SplitAfter(script, "\n") {
+		if !quoted && strings.HasPrefix(strings.TrimSpace(line), "--") {
+			continue
+		}
+		for i := 0; i < len(line); i++ {
+			if strings.HasPrefix(line[i:], "$$") {
+				quoted = !quoted
+				b.WriteString("$$")
+				i++
+				continue
+			}
+			if line[i] == ';' && !quoted {
+				if s := strings.TrimSpace(b.String()); s != "" {
+					out = append(out, s)
+				}
+				b.Reset()
+				continue
+			}
+			b.WriteByte(line[i])
+		}
+	}
+	if s := strings.TrimSpace(b.String()); s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+// pgInsertSQL writes one job, as insertSQL does on SQLite. ON CONFLICT DO
+// NOTHING makes a taken ID return no row instead of an error that would
+// abort the caller's transaction (EnqueueTx) or a batch's.
+const pgInsertSQL = `
+INSERT INTO leaseq_jobs (queue, id, qty, payload, status, max_attempts, deadline, run_at, priority,
+    due_at, ready, token, created_at, updated_at)
+VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, $9, CASE WHEN $9 <= $10::bigint THEN 1 ELSE 0 END,
+    coalesce((SELECT token FROM leaseq_purged WHERE queue = $1 AND id = $2), 0), $10, $10)
+ON CONFLICT (queue, id) DO NOTHING
+RETURNING seq`
+
+// pgInsertManySQL writes a batch in one statement from arrays, in the
+// batch's order, and returns the IDs it wrote: one that is missing was
+// taken.
+const pgInsertManySQL = `
+INSERT INTO leaseq_jobs (queue, id, qty, payload, status, max_attempts, deadline, run_at, priority,
+    due_at, ready, token, created_at, updated_at)
+SELECT $1, u.id, u.qty, u.payload, 'pending', u.max_attempts, u.deadline, u.run_at, u.priority,
+    u.due, CASE WHEN u.due <= $2::bigint THEN 1 ELSE 0 END,
+    coalesce((SELECT p.token FROM leaseq_purged p WHERE p.queue = $1 AND p.id = u.id), 0), $2, $2
+FROM unnest($3::text[], $4::bigint[], $5::bytea[], $6::integer[], $7::bigint[], $8::bigint[], $9::integer[], $10::bigint[])
+    WITH ORDINALITY AS u(id, qty, payload, max_attempts, deadline, run_at, priority, due, ord)
+ORDER BY u.ord
+ON CONFLICT (queue, id) DO NOTHING
+RETURNING id`
+
+func (e *pgEngine) insert(ctx context.Context, tx execer, q *Queue, j Job, now int64) error {
+	r := q.newRow(j, now)
+	var seq int64
+	err := tx.QueryRowContext(ctx, pgInsertSQL, q.name, j.ID, j.Qty, r.payload, r.maxAttempts,
+		nullMillis(j.Deadline), r.runAt, j.Priority, r.due, now).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrDuplicate
+	}
+	return pgError(err)
+}
+
+// enqueue writes one job in a statement of its own, or a batch in one
+// statement.
+func (e *pgEngine) enqueue(ctx context.Context, q *Queue, jobs []Job, now int64, _ bool) (int, error) {
+	if len(jobs) == 1 {
+		err := retrySerialization(ctx, func() error { return e.insert(ctx, pgDB{e.dbh}, q, jobs[0], now) })
+		if err != nil {
+			return 0, err
+		}
+		return -1, nil
+	}
+	n := len(jobs)
+	ids, qtys, payloads := make([]string, n), make([]int64, n), make([][]byte, n)
+	maxAttempts, priorities := make([]int32, n), make([]int32, n)
+	deadlines, runAts, dues := make([]*int64, n), make([]*int64, n), make([]int64, n)
+	for i, j := range jobs {
+		r := q.newRow(j, now)
+		ids[i], qtys[i], payloads[i] = j.ID, int64(j.Qty), r.payload
+		maxAttempts[i], priorities[i], dues[i] = int32(r.maxAttempts), int32(j.Priority), r.due
+		if d := nullMillis(j.Deadline); d.Valid {
+			deadlines[i] = &d.Int64
+		}
+		if r.runAt.Valid {
+			runAts[i] = &r.runAt.Int64
+		}
+	}
+	bad := -1
+	err := e.write(ctx, func(ctx context.Context, tx execer) error {
+		bad = -1
+		rows, err := tx.QueryContext(ctx, pgInsertManySQL, q.name, now, ids, qtys, payloads, maxAttempts,
+			deadlines, runAts, priorities, dues)
+		if err != nil {
+			return err
+		}
+		written := make(map[string]bool, n)
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			written[id] = true
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for i, id := range ids {
+			if !written[id] {
+				bad = i
+				return ErrDuplicate // rolls back the rest
+			}
+		}
+		return nil
+	})
+	return bad, err
+}
+
+// pgClaimSQL claims through leaseq_claim (postgres_schema.sql).
+const pgClaimSQL = `SELECT seq, id, qty, payload, token, attempts, lease_until, deadline, priority
+FROM leaseq_claim($1, $2, $3, $4, $5)`
+
+// claim runs leaseq_claim as one statement. An idle claim changes no row
+// and so takes no lock (rule 23 in README's "The rules").
+func (e *pgEngine) claim(ctx context.Context, q *Queue, owner string, lease time.Duration, max int, _ bool) ([]Claim, error) {
+	var cs []Claim
+	err := retrySerialization(ctx, func() error {
+		rows, err := e.dbh.QueryContext(ctx, pgClaimSQL, q.name, owner, q.nowArg(), lease.Milliseconds(), max)
+		if err != nil {
+			return err
+		}
+		cs, err = scanClaims(rows, owner)
+		return err
+	})
+	if len(cs) == 0 {
+		cs = nil
+	}
+	return cs, pgError(err)
+}
+
+// pgNow is the instant of a statement: the queue's clock ($5), or the
+// server's when that is NULL.
+const pgNow = `coalesce($5::bigint, leaseq_now())`
+
+// pgFenceSQL is fenceSQL on PostgreSQL, with the same arguments.
+const pgFenceSQL = `
+WHERE queue = $1 AND id = $2 AND owner = $3 AND token = $4 AND status = 'leased'
+  AND lease_until > ` + pgNow + ` AND (deadline IS NULL OR deadline > ` + pgNow + `)
+RETURNING lease_until`
+
+// postgresFenced is each fenced call's statement on PostgreSQL: the SQLite
+// statement of the same name, written in PostgreSQL's SQL.
+var postgresFenced = [...]string{
+	fenceFinish: `UPDATE leaseq_jobs SET status = 'done', ready = 0, updated_at = ` + pgNow + pgFenceSQL,
+	fenceExtend: `UPDATE leaseq_jobs
+SET lease_until = least(` + pgNow + ` + $6, coalesce(deadline, ` + pgNow + ` + $6)),
+    due_at = least(` + pgNow + ` + $6, coalesce(deadline, ` + pgNow + ` + $6)),
+    ready = 0, updated_at = ` + pgNow + pgFenceSQL,
+	fenceRelease: `UPDATE leaseq_jobs
+SET status = CASE WHEN attempts >= max_attempts OR ` + pgNow + ` + $6 >= coalesce(deadline, ` + pgNow + ` + $6 + 1)
+        THEN 'quarantined' ELSE 'pending' END,
+    reason = CASE WHEN attempts >= max_attempts THEN $8::text
+        WHEN ` + pgNow + ` + $6 >= coalesce(deadline, ` + pgNow + ` + $6 + 1) THEN $9::text ELSE $7::text END,
+    ready = CASE WHEN $6 = 0 AND attempts < max_attempts THEN 1 ELSE 0 END,
+    run_at = ` + pgNow + ` + $6, due_at = ` + pgNow + ` + $6, lease_until = ` + pgNow + `, updated_at = ` + pgNow + pgFenceSQL,
+	fenceFail: `UPDATE leaseq_jobs SET status = 'quarantined', ready = 0, reason = $6, updated_at = ` + pgNow + pgFenceSQL,
+}
+
+// settle runs a single fenced call as one statement, or a batch in one
+// transaction at one instant: the queue's clock, or the server's read once.
+func (e *pgEngine) settle(ctx context.Context, q *Queue, fs []fenced, _ bool) ([]settled, error) {
+	out := make([]settled, len(fs))
+	if len(fs) == 1 {
+		err := retrySerialization(ctx, func() error {
+			var err error
+			out[0], err = fencedTx(ctx, pgDB{e.dbh}, q, postgresFenced[fs[0].kind], fs[0], q.nowArg())
+			return err
+		})
+		return out, pgError(err)
+	}
+	err := e.write(ctx, func(ctx context.Context, tx execer) error {
+		now := q.nowArg()
+		if now == nil {
+			var ms int64
+			if err := tx.QueryRowContext(ctx, "SELECT leaseq_now()").Scan(&ms); err != nil {
+				return err
+			}
+			now = ms
+		}
+		for i, f := range fs {
+			var err error
+			if out[i], err = fencedTx(ctx, tx, q, postgresFenced[f.kind], f, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// operate runs an operator's update, and reads the row when it matched
+// none, in one transaction.
+func (e *pgEngine) operate(ctx context.Context, q *Queue, o operation) (refusal, error) {
+	var r refusal
+	err := e.write(ctx, func(ctx context.Context, tx execer) error {
+		r = refusal{now: q.now()}
+		var err error
+		r.applied, err = runOperation(ctx, tx, q, o, r.now)
+		if err != nil || r.applied {
+			return err
+		}
+		return readRefusal(ctx, tx, q, o.id, &r)
+	})
+	return r, err
+}
+
+// purgeChunk deletes one chunk in a transaction of its own.
+func (e *pgEngine) purgeChunk(ctx context.Context, q *Queue, st Status, before int64) (int, error) {
+	var n int
+	err := e.write(ctx, func(ctx context.Context, tx execer) error {
+		var err error
+		n, err = purgeTx(ctx, tx, q, st, before)
+		return err
+	})
+	return n, err
+}
+
+func (e *pgEngine) read(ctx context.Context, fn func(db execer) error) error {
+	return pgError(retrySerialization(ctx, func() error { return fn(pgDB{e.dbh}) }))
+}
+
+// write runs fn in one READ COMMITTED transaction and commits it, retrying
+// the whole transaction on a serialization failure or a deadlock (rule 41).
+// As on SQLite (tx.go), a transaction whose context ended before COMMIT is
+// rolled back, never committed, and COMMIT itself is not interrupted: the
+// transaction runs on a context that is not cancelled, its statements on
+// ctx.
+func (e *pgEngine) write(ctx context.Context, fn txFunc) error {
+	return pgError(retrySerialization(ctx, func() error {
+		tx, err := e.dbh.BeginTx(context.WithoutCancel(ctx), nil)
+		if err != nil {
+			return err
+		}
+		err = fn(ctx, pgDB{tx})
+		if err == nil {
+			err = ctx.Err()
+		}
+		if err != nil {
+			tx.Rollback()
+			return err
+		}
+		return tx.Commit()
+	}))
+}
+
+// pgDB runs statements written for either engine on PostgreSQL: ?N
+// placeholders, as the shared statements use, become $N.
+type pgDB struct{ ex execer }
+
+func (p pgDB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return p.ex.ExecContext(ctx, pgPlaceholders(query), args...)
+}
+
+func (p pgDB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return p.ex.QueryContext(ctx, pgPlaceholders(query), args...)
+}
+
+func (p pgDB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return p.ex.QueryRowContext(ctx, pgPlaceholders(query), args...)
+}
+
+var (
+	placeholder = regexp.MustCompile(`\?([0-9]+)`)
+	// pgRewritten maps a query to its rewriting. Only the package's own
+	// statements are rewritten, a fixed set.
+	pgRewritten sync.Map
+)
+
+// pgPlaceholders rewrites SQLite's ?N placeholders as PostgreSQL's $N. None
+// of the queue's statements has a ? anywhere else.
+func pgPlaceholders(query string) string {
+	if !strings.Contains(query, "?") {
+		return query
+	}
+	if s, ok := pgRewritten.Load(query); ok {
+		return s.(string)
+	}
+	s := placeholder.ReplaceAllString(query, `$$$1`)
+	pgRewritten.Store(query, s)
+	return s
+}
+
+// SQLSTATE codes the engine acts on (PostgreSQL's appendix A).
+const (
+	sqlStateUniqueViolation      = "23505"
+	sqlStateSerializationFailure = "40001"
+	sqlStateDeadlockDetected     = "40P01"
+)
+
+// sqlState is the SQLSTATE of err, from the SQLState method PostgreSQL
+// drivers give their errors (pgx's *pgconn.PgError, lib/pq's *pq.Error), or
+// "". No driver is imported for it.
+func sqlState(err error) string {
+	var se interface{ SQLState() string }
+	if errors.As(err, &se) {
+		return se.SQLState()
+	}
+	return ""
+}
+
+// pgError maps a unique violation to ErrDuplicate (rule 41); every other
+// error is returned as it is.
+func pgError(err error) error {
+	if err != nil && sqlState(err) == sqlStateUniqueViolation {
+		return fmt.Errorf("%w (%v)", ErrDuplicate, err)
+	}
+	return err
+}
+
+// retryable reports whether err is a serialization failure or a deadlock:
+// the server undid the whole transaction, so running it again is safe
+// (rule 41).
+func retryable(err error) bool {
+	s := sqlState(err)
+	return s == sqlStateSerializationFailure || s == sqlStateDeadlockDetected
+}
+
+// retrySerialization runs op until it returns something other than a
+// retryable error, or ctx ends.
+func retrySerialization(ctx context.Context, op func() error) error {
+	return retryWhile(ctx, retryable, op)
+}

@@ -1,0 +1,117 @@
+-- leaseq schema on PostgreSQL, version 2 (the version is the row of
+-- leaseq_schema). The same tables, columns and meanings as schema.sql, so
+-- that one row means the same on both engines; times are bigint Unix
+-- milliseconds from the queue's clock (the server's clock when the Queue has
+-- no Clock of its own: leaseq_now). Every statement of the queue is a range
+-- scan of one of these indexes; postgres_plan_test.go checks it with EXPLAIN.
+
+CREATE TABLE IF NOT EXISTS leaseq_jobs (
+  seq          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, -- enqueue order
+  queue        text     NOT NULL,
+  id           text     NOT NULL,
+  qty          bigint   NOT NULL CHECK (qty >= 0),
+  payload      bytea    NOT NULL,
+  status       text     NOT NULL CHECK (status IN ('pending', 'leased', 'done', 'quarantined')),
+  owner        text     NOT NULL DEFAULT '',
+  token        bigint   NOT NULL DEFAULT 0,
+  attempts     integer  NOT NULL DEFAULT 0,
+  max_attempts integer  NOT NULL CHECK (max_attempts > 0),
+  lease_until  bigint,
+  deadline     bigint,
+  reason       text     NOT NULL DEFAULT '',
+  run_at       bigint,
+  priority     integer  NOT NULL DEFAULT 0 CHECK (priority BETWEEN -100 AND 100),
+  due_at       bigint   NOT NULL,
+  ready        smallint NOT NULL DEFAULT 0 CHECK (ready IN (0, 1)),
+  created_at   bigint   NOT NULL,
+  updated_at   bigint   NOT NULL,
+  UNIQUE (queue, id)
+);
+
+CREATE TABLE IF NOT EXISTS leaseq_purged (
+  queue text   NOT NULL,
+  id    text   NOT NULL,
+  token bigint NOT NULL,
+  PRIMARY KEY (queue, id)
+);
+
+-- The indexes of schema.sql, for the same statements; see there for why
+-- each is partial.
+CREATE INDEX IF NOT EXISTS leaseq_jobs_ready ON leaseq_jobs (queue, priority DESC, due_at, seq)
+  WHERE ready = 1;
+CREATE INDEX IF NOT EXISTS leaseq_jobs_waiting ON leaseq_jobs (queue, due_at)
+  WHERE ready = 0 AND status IN ('pending', 'leased');
+CREATE INDEX IF NOT EXISTS leaseq_jobs_doomed ON leaseq_jobs
+  (queue, (CASE WHEN attempts >= max_attempts THEN lease_until ELSE deadline END))
+  WHERE status = 'leased' AND (attempts >= max_attempts OR deadline IS NOT NULL);
+CREATE INDEX IF NOT EXISTS leaseq_jobs_pending_deadline ON leaseq_jobs (queue, deadline)
+  WHERE status = 'pending' AND deadline IS NOT NULL;
+CREATE INDEX IF NOT EXISTS leaseq_jobs_status ON leaseq_jobs (queue, status, seq) INCLUDE (due_at, run_at);
+CREATE INDEX IF NOT EXISTS leaseq_jobs_finished ON leaseq_jobs (queue, status, updated_at)
+  WHERE status IN ('done', 'quarantined');
+
+-- "Now" on the server's clock, in Unix milliseconds, truncated like every
+-- instant the queue stores (rule 8 in README's "The rules"). It reads
+-- statement_timestamp(), which is fixed for the whole statement, so every
+-- comparison of one statement — and of the claim function, which runs as one
+-- statement — sees the same instant, and hosts whose clocks disagree still
+-- agree on when a lease ends (rule 40).
+CREATE OR REPLACE FUNCTION leaseq_now() RETURNS bigint LANGUAGE sql STABLE
+  AS $$ SELECT floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint $$;
+
+-- leaseq_claim is Claim on PostgreSQL: the quarantine sweeps, the promotion
+-- of due rows into leaseq_jobs_ready, and the claim of up to p_max jobs, as
+-- one statement at one instant (p_now, or the server's clock when NULL).
+-- Every step locks rows with FOR UPDATE SKIP LOCKED (rule 39): a claimer
+-- never waits for rows another transaction holds, whether another claimer
+-- is taking them or a worker is finishing one, and two claimers never get
+-- one job, because a row is updated only by the transaction that locked it.
+-- A row a sweep skipped may be claimable once its holder lets go, so the
+-- claim itself also refuses what the sweep would have quarantined: used-up
+-- attempts and a passed deadline.
+CREATE OR REPLACE FUNCTION leaseq_claim(p_queue text, p_owner text, p_now bigint, p_lease bigint, p_max integer)
+RETURNS TABLE (seq bigint, id text, qty bigint, payload bytea, token bigint, attempts integer,
+               lease_until bigint, deadline bigint, priority integer)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  t bigint := coalesce(p_now, leaseq_now());
+BEGIN
+  UPDATE leaseq_jobs j
+  SET status = 'quarantined', ready = 0, updated_at = t,
+      reason = CASE WHEN j.deadline IS NOT NULL AND j.deadline <= t
+          THEN 'deadline passed at ' || j.deadline || ' (unix ms), ' || j.attempts || ' of ' || j.max_attempts || ' attempts used'
+          ELSE 'max attempts reached: ' || j.attempts || ' of ' || j.max_attempts || ', last lease ended at ' || j.lease_until || ' (unix ms)'
+      END
+  WHERE j.seq IN (SELECT d.seq FROM leaseq_jobs d
+                  WHERE d.queue = p_queue AND d.status = 'leased' AND (d.attempts >= d.max_attempts OR d.deadline IS NOT NULL)
+                    AND (CASE WHEN d.attempts >= d.max_attempts THEN d.lease_until ELSE d.deadline END) <= t
+                  FOR UPDATE SKIP LOCKED);
+
+  UPDATE leaseq_jobs j
+  SET status = 'quarantined', ready = 0, updated_at = t,
+      reason = 'deadline passed at ' || j.deadline || ' (unix ms), ' || j.attempts || ' of ' || j.max_attempts || ' attempts used'
+  WHERE j.seq IN (SELECT d.seq FROM leaseq_jobs d
+                  WHERE d.queue = p_queue AND d.status = 'pending' AND d.deadline IS NOT NULL AND d.deadline <= t
+                  FOR UPDATE SKIP LOCKED);
+
+  UPDATE leaseq_jobs j SET ready = 1
+  WHERE j.seq IN (SELECT w.seq FROM leaseq_jobs w
+                  WHERE w.queue = p_queue AND w.ready = 0 AND w.status IN ('pending', 'leased') AND w.due_at <= t
+                  FOR UPDATE SKIP LOCKED);
+
+  RETURN QUERY
+  UPDATE leaseq_jobs j
+  SET status = 'leased', ready = 0, owner = p_owner, token = j.token + 1, attempts = j.attempts + 1,
+      lease_until = CASE WHEN j.deadline IS NOT NULL AND j.deadline < t + p_lease THEN j.deadline ELSE t + p_lease END,
+      due_at = CASE WHEN j.deadline IS NOT NULL AND j.deadline < t + p_lease THEN j.deadline ELSE t + p_lease END,
+      updated_at = t
+  WHERE j.seq IN (SELECT r.seq FROM leaseq_jobs r
+                  WHERE r.queue = p_queue AND r.ready = 1
+                    AND (r.due_at <= t OR r.status = 'pending' AND coalesce(r.run_at, t) <= t)
+                    AND r.attempts < r.max_attempts AND (r.deadline IS NULL OR r.deadline > t)
+                  ORDER BY r.priority DESC, r.due_at, r.seq
+                  LIMIT p_max
+                  FOR UPDATE SKIP LOCKED)
+  RETURNING j.seq, j.id, j.qty, j.payload, j.token, j.attempts, j.lease_until, j.deadline, j.priority;
+END $$;
