@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -310,9 +311,57 @@ SET status = CASE WHEN attempts >= max_attempts OR ` + pgNow + ` + $6 >= coalesc
 	fenceFail: `UPDATE leaseq_jobs SET status = 'quarantined', ready = 0, reason = $6, updated_at = ` + pgNow + pgFenceSQL,
 }
 
-// settle runs a single fenced call as one statement, or a batch in one
+// pgFinishManySQL is FinishBatch as one statement at one instant: each
+// claim fenced on its own, as pgFenceSQL fences one.
+const pgFinishManySQL = `
+UPDATE leaseq_jobs j SET status = 'done', ready = 0, updated_at = t.now
+FROM (SELECT coalesce($2::bigint, leaseq_now()) AS now) t,
+     unnest($3::text[], $4::text[], $5::bigint[]) AS c(id, owner, token)
+WHERE j.queue = $1 AND j.id = c.id AND j.owner = c.owner AND j.token = c.token AND j.status = 'leased'
+  AND j.lease_until > t.now AND (j.deadline IS NULL OR j.deadline > t.now)
+RETURNING j.id, j.owner, j.token, j.lease_until`
+
+// finishMany runs FinishBatch's claims in pgFinishManySQL. A row is
+// updated once however often the batch names its claim; as on SQLite,
+// where the claims run in order, the first of them is the one accepted.
+func (e *pgEngine) finishMany(ctx context.Context, q *Queue, fs []fenced) ([]settled, error) {
+	ids, owners, tokens := make([]string, len(fs)), make([]string, len(fs)), make([]int64, len(fs))
+	for i, f := range fs {
+		ids[i], owners[i], tokens[i] = f.c.ID, f.c.Owner, f.c.Token
+	}
+	var out []settled
+	err := retrySerialization(ctx, func() error {
+		out = make([]settled, len(fs))
+		rows, err := e.dbh.QueryContext(ctx, pgFinishManySQL, q.name, q.nowArg(), ids, owners, tokens)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c Claim
+			var leaseUntil int64
+			if err := rows.Scan(&c.ID, &c.Owner, &c.Token, &leaseUntil); err != nil {
+				return err
+			}
+			for i, f := range fs {
+				if f.c.ID == c.ID && f.c.Owner == c.Owner && f.c.Token == c.Token {
+					out[i] = settled{ok: true, leaseUntil: leaseUntil}
+					break
+				}
+			}
+		}
+		return rows.Err()
+	})
+	return out, pgError(err)
+}
+
+// settle runs a single fenced call as one statement, and a batch of
+// finishes as one statement too (finishMany); any other batch runs in one
 // transaction at one instant: the queue's clock, or the server's read once.
 func (e *pgEngine) settle(ctx context.Context, q *Queue, fs []fenced, _ bool) ([]settled, error) {
+	if len(fs) > 1 && !slices.ContainsFunc(fs, func(f fenced) bool { return f.kind != fenceFinish }) {
+		return e.finishMany(ctx, q, fs)
+	}
 	out := make([]settled, len(fs))
 	if len(fs) == 1 {
 		err := retrySerialization(ctx, func() error {

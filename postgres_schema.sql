@@ -1,4 +1,4 @@
--- leaseq schema on PostgreSQL, version 2 (the version is the row of
+-- leaseq schema on PostgreSQL, version 3 (the version is the row of
 -- leaseq_schema). The same tables, columns and meanings as schema.sql, so
 -- that one row means the same on both engines; times are bigint Unix
 -- milliseconds from the queue's clock (the server's clock when the Queue has
@@ -68,7 +68,9 @@ CREATE OR REPLACE FUNCTION leaseq_now() RETURNS bigint LANGUAGE sql STABLE
 -- one job, because a row is updated only by the transaction that locked it.
 -- A row a sweep skipped may be claimable once its holder lets go, so the
 -- claim itself also refuses what the sweep would have quarantined: used-up
--- attempts and a passed deadline.
+-- attempts and a passed deadline. Each step picks its rows in a subquery
+-- that ARRAY() runs first, so the update finds them by primary key whatever
+-- the planner guesses of how many there are.
 CREATE OR REPLACE FUNCTION leaseq_claim(p_queue text, p_owner text, p_now bigint, p_lease bigint, p_max integer)
 RETURNS TABLE (seq bigint, id text, qty bigint, payload bytea, token bigint, attempts integer,
                lease_until bigint, deadline bigint, priority integer)
@@ -83,22 +85,22 @@ BEGIN
           THEN 'deadline passed at ' || j.deadline || ' (unix ms), ' || j.attempts || ' of ' || j.max_attempts || ' attempts used'
           ELSE 'max attempts reached: ' || j.attempts || ' of ' || j.max_attempts || ', last lease ended at ' || j.lease_until || ' (unix ms)'
       END
-  WHERE j.seq IN (SELECT d.seq FROM leaseq_jobs d
+  WHERE j.seq = ANY (ARRAY(SELECT d.seq FROM leaseq_jobs d
                   WHERE d.queue = p_queue AND d.status = 'leased' AND (d.attempts >= d.max_attempts OR d.deadline IS NOT NULL)
                     AND (CASE WHEN d.attempts >= d.max_attempts THEN d.lease_until ELSE d.deadline END) <= t
-                  FOR UPDATE SKIP LOCKED);
+                  FOR UPDATE SKIP LOCKED));
 
   UPDATE leaseq_jobs j
   SET status = 'quarantined', ready = 0, updated_at = t,
       reason = 'deadline passed at ' || j.deadline || ' (unix ms), ' || j.attempts || ' of ' || j.max_attempts || ' attempts used'
-  WHERE j.seq IN (SELECT d.seq FROM leaseq_jobs d
+  WHERE j.seq = ANY (ARRAY(SELECT d.seq FROM leaseq_jobs d
                   WHERE d.queue = p_queue AND d.status = 'pending' AND d.deadline IS NOT NULL AND d.deadline <= t
-                  FOR UPDATE SKIP LOCKED);
+                  FOR UPDATE SKIP LOCKED));
 
   UPDATE leaseq_jobs j SET ready = 1
-  WHERE j.seq IN (SELECT w.seq FROM leaseq_jobs w
+  WHERE j.seq = ANY (ARRAY(SELECT w.seq FROM leaseq_jobs w
                   WHERE w.queue = p_queue AND w.ready = 0 AND w.status IN ('pending', 'leased') AND w.due_at <= t
-                  FOR UPDATE SKIP LOCKED);
+                  FOR UPDATE SKIP LOCKED));
 
   RETURN QUERY
   UPDATE leaseq_jobs j
@@ -106,12 +108,47 @@ BEGIN
       lease_until = CASE WHEN j.deadline IS NOT NULL AND j.deadline < t + p_lease THEN j.deadline ELSE t + p_lease END,
       due_at = CASE WHEN j.deadline IS NOT NULL AND j.deadline < t + p_lease THEN j.deadline ELSE t + p_lease END,
       updated_at = t
-  WHERE j.seq IN (SELECT r.seq FROM leaseq_jobs r
+  WHERE j.seq = ANY (ARRAY(SELECT r.seq FROM leaseq_jobs r
                   WHERE r.queue = p_queue AND r.ready = 1
                     AND (r.due_at <= t OR r.status = 'pending' AND coalesce(r.run_at, t) <= t)
                     AND r.attempts < r.max_attempts AND (r.deadline IS NULL OR r.deadline > t)
                   ORDER BY r.priority DESC, r.due_at, r.seq
                   LIMIT p_max
-                  FOR UPDATE SKIP LOCKED)
+                  FOR UPDATE SKIP LOCKED))
   RETURNING j.seq, j.id, j.qty, j.payload, j.token, j.attempts, j.lease_until, j.deadline, j.priority;
 END $$;
+
+-- The number of done and quarantined jobs of each queue, as in schema.sql,
+-- kept by a trigger. Each count is spread over 64 rows by the
+-- job's seq: a counter on one row would be a lock every finishing
+-- transaction waits for until the one before it commits, which would make
+-- the workers of every host finish one at a time. Stats adds the shards up.
+CREATE TABLE IF NOT EXISTS leaseq_counts (
+  queue  text    NOT NULL,
+  status text    NOT NULL CHECK (status IN ('done', 'quarantined')),
+  shard  integer NOT NULL,
+  n      bigint  NOT NULL,
+  PRIMARY KEY (queue, status, shard)
+);
+
+CREATE OR REPLACE FUNCTION leaseq_count() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'DELETE' OR OLD.status IN ('done', 'quarantined') THEN
+    UPDATE leaseq_counts SET n = n - 1
+    WHERE queue = OLD.queue AND status = OLD.status AND shard = OLD.seq % 64;
+  END IF;
+  IF TG_OP = 'UPDATE' AND NEW.status IN ('done', 'quarantined') THEN
+    INSERT INTO leaseq_counts AS c (queue, status, shard, n) VALUES (NEW.queue, NEW.status, NEW.seq % 64, 1)
+    ON CONFLICT (queue, status, shard) DO UPDATE SET n = c.n + 1;
+  END IF;
+  RETURN NULL;
+END $$;
+
+CREATE OR REPLACE TRIGGER leaseq_counts_update AFTER UPDATE OF status ON leaseq_jobs FOR EACH ROW
+  WHEN (OLD.status <> NEW.status
+        AND (OLD.status IN ('done', 'quarantined') OR NEW.status IN ('done', 'quarantined')))
+  EXECUTE FUNCTION leaseq_count();
+
+CREATE OR REPLACE TRIGGER leaseq_counts_delete AFTER DELETE ON leaseq_jobs FOR EACH ROW
+  WHEN (OLD.status IN ('done', 'quarantined'))
+  EXECUTE FUNCTION leaseq_count();

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -13,10 +14,10 @@ var schemaSQL string
 // SchemaVersion is the schema version this package writes to PRAGMA
 // user_version. [New] upgrades an older database, keeping every job, and
 // refuses a newer one rather than guess at columns it does not know.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // upgradeV1SQL turns a version-1 database (one queue, no delays or
-// priorities) into version 2, keeping every row, token and attempt count.
+// priorities) into version 2 (and with countsSQL, 3), keeping every row, token and attempt count.
 // SQLite cannot add a UNIQUE (queue, id) constraint to a table, so the table
 // is rebuilt: the old indexes are dropped (version 2 reuses some of their
 // names), the old table set aside, the new schema created, the rows copied
@@ -41,6 +42,11 @@ var upgradeV1SQL = []string{
 	`DROP TABLE leaseq_jobs_v1`,
 }
 
+// countsSQL fills leaseq_counts for a database written before version 3:
+// the only time the done and quarantined jobs are counted by reading them.
+const countsSQL = `INSERT INTO leaseq_counts (queue, status, n)
+SELECT queue, status, count(*) FROM leaseq_jobs WHERE status IN ('done', 'quarantined') GROUP BY queue, status`
+
 // migrate creates the schema if it is missing and upgrades an older one. It
 // runs in one BEGIN IMMEDIATE transaction, so when several processes call
 // New on one file at once, one does the work and the others, which waited
@@ -58,7 +64,9 @@ func (s *store) migrate(ctx context.Context) error {
 		case 0:
 			script = []string{schemaSQL}
 		case 1:
-			script = upgradeV1SQL
+			script = append(slices.Clip(upgradeV1SQL), countsSQL)
+		case 2:
+			script = []string{schemaSQL, countsSQL}
 		default:
 			return fmt.Errorf("database schema version is %d, this leaseq knows version %d and older: %w", v, SchemaVersion, ErrInvalid)
 		}

@@ -10,16 +10,21 @@ import (
 // Stats and List are reads: they never take the write lock, and each is a
 // few statements over the index leaseq_jobs_status, which covers them.
 
-// statsSQL counts the queue's jobs by status, and of those claimable at ?2
-// how many and since when, in one pass of leaseq_jobs_status in index order
-// (grouping by status alone needs no sorting).
+// statsSQL counts the queue's pending and leased jobs, and of those
+// claimable at ?2 how many and since when, in one pass of their ranges of
+// leaseq_jobs_status (grouping by status alone needs no sorting); the done
+// and quarantined ones it reads from leaseq_counts, summing PostgreSQL's
+// shards. One statement, so one snapshot on either engine.
 const statsSQL = `
 SELECT status, count(*), sum(CASE WHEN ` + claimableSQL + ` THEN 1 ELSE 0 END), min(CASE WHEN ` + claimableSQL + ` THEN due_at END)
-FROM leaseq_jobs WHERE queue = ?1 GROUP BY status`
+FROM leaseq_jobs WHERE queue = ?1 AND status IN ('pending', 'leased') GROUP BY status
+UNION ALL
+SELECT status, sum(n), 0, NULL FROM leaseq_counts WHERE queue = ?1 GROUP BY status`
 
 // Stats counts the queue's jobs by where they are, at one instant of the
-// queue's clock. It is a read: it costs one pass over an index of the
-// queue's jobs (Purge keeps that short) and takes no write lock.
+// queue's clock. It is a read: it costs one pass over the index entries of
+// the queue's pending and leased jobs, however many are done or
+// quarantined, and takes no write lock.
 func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 	if err := q.usable(); err != nil {
 		return Stats{}, opError("stats", "", err)

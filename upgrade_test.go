@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -98,8 +99,8 @@ func upgradedFixture(t *testing.T) *fixture {
 	if after := dumpQuery(t, raw, v1Columns); after != before {
 		t.Fatalf("the upgrade changed the version-1 columns:\n got\n%s want\n%s", after, before)
 	}
-	if v := userVersion(t, raw); v != 2 {
-		t.Fatalf("user_version after New: %d, want 2", v)
+	if v := userVersion(t, raw); v != leaseq.SchemaVersion {
+		t.Fatalf("user_version after New: %d, want %d", v, leaseq.SchemaVersion)
 	}
 	if got := dumpQuery(t, raw, "SELECT DISTINCT queue FROM leaseq_jobs"); !strings.HasSuffix(got, "\n  queue=default\n") {
 		t.Fatalf("queues after the upgrade:\n%s want only default", got)
@@ -224,17 +225,18 @@ func TestUpgradeFailureKeepsV1(t *testing.T) {
 func TestUpgradeNewerVersionRefused(t *testing.T) {
 	f := newFixture(t, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "a"})
-	if _, err := f.db.Exec("PRAGMA user_version = 3"); err != nil {
+	later := leaseq.SchemaVersion + 1
+	if _, err := f.db.Exec(fmt.Sprintf("PRAGMA user_version = %d", later)); err != nil {
 		t.Fatal(err)
 	}
 	before, schema := f.snapshot(), dumpQuery(t, f.db, schemaOf)
 	q, err := leaseq.New(f.ctx, f.db, leaseq.Options{Name: "later"})
 	if q != nil {
-		t.Fatalf("New on schema version 3 returned a queue")
+		t.Fatalf("New on schema version %d returned a queue", later)
 	}
-	wantErrSays(t, err, leaseq.ErrInvalid, "3")
+	wantErrSays(t, err, leaseq.ErrInvalid, fmt.Sprint(later))
 	f.unchanged(before, "New on a newer schema")
-	if got := dumpQuery(t, f.db, schemaOf); got != schema || userVersion(t, f.db) != 3 {
+	if got := dumpQuery(t, f.db, schemaOf); got != schema || userVersion(t, f.db) != later {
 		t.Fatalf("schema after the refused New:\n%s want\n%s", got, schema)
 	}
 }
@@ -262,8 +264,8 @@ func TestUpgradeTwoProcesses(t *testing.T) {
 			t.Fatalf("child %s: New on the version-1 file: %s", k.name, r.Err)
 		}
 	}
-	if v := userVersion(t, raw); v != 2 {
-		t.Fatalf("user_version after both upgrades: %d, want 2", v)
+	if v := userVersion(t, raw); v != leaseq.SchemaVersion {
+		t.Fatalf("user_version after both upgrades: %d, want %d", v, leaseq.SchemaVersion)
 	}
 	if got := dumpQuery(t, raw, v1Columns); got != rows {
 		t.Fatalf("rows after two concurrent upgrades:\n%s want\n%s", got, rows)
@@ -302,4 +304,65 @@ func hasOpen(pid int, path string) bool {
 		}
 	}
 	return false
+}
+
+// TestUpgradeFromV2: testdata/schema-v2.db, written by the version-2 code
+// (see testdata/README.md), opens with every row as it was, and its done
+// and quarantined jobs are counted in leaseq_counts from then on: Stats
+// after the upgrade, and after a Finish and a purge, agree with the rows.
+func TestUpgradeFromV2(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "schema-v2.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "v2.db")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	raw := rawDB(t, path)
+	if v := userVersion(t, raw); v != 2 {
+		t.Fatalf("testdata/schema-v2.db has user_version %d, want 2", v)
+	}
+	rows := dumpQuery(t, raw, "SELECT * FROM leaseq_jobs ORDER BY seq")
+	f := openFixture(t, path, leaseq.Options{Clock: leaseq.NewManualClock(time.Date(2026, 6, 1, 0, 0, 1, 0, time.UTC))})
+	if v := userVersion(t, raw); v != leaseq.SchemaVersion {
+		t.Fatalf("user_version after New: %d, want %d", v, leaseq.SchemaVersion)
+	}
+	if got := dumpQuery(t, raw, "SELECT * FROM leaseq_jobs ORDER BY seq"); got != rows {
+		t.Fatalf("the upgrade changed rows:\n got\n%s want\n%s", got, rows)
+	}
+	mail := f.queue("mail")
+	for _, tc := range []struct {
+		q    *leaseq.Queue
+		want string
+	}{{f.q, "pending 1, scheduled 1, leased 1, expired 0, done 2, quarantined 1"},
+		{mail, "pending 1, scheduled 1, leased 1, expired 0, done 2, quarantined 1"}} {
+		st, err := tc.q.Stats(f.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := statsCounts(st); got != tc.want {
+			t.Fatalf("Stats of %s after the upgrade: %s, want %s", tc.q.Name(), got, tc.want)
+		}
+	}
+	c := f.mustClaim("worker-b", time.Minute) // default-leased, the one pending job claimable
+	if !f.finish(c) {
+		t.Fatalf("Finish of %s refused", c.ID)
+	}
+	if n := f.purge(time.Date(2026, 6, 2, 0, 0, 0, 0, time.UTC), leaseq.StatusQuarantined); n != 1 {
+		t.Fatalf("Purge of the quarantined job: %d", n)
+	}
+	st, err := f.q.Stats(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := statsCounts(st), "pending 0, scheduled 1, leased 1, expired 0, done 3, quarantined 0"; got != want {
+		t.Fatalf("Stats after a Finish and a purge: %s, want %s", got, want)
+	}
+}
+
+// statsCounts prints the counts of st.
+func statsCounts(st leaseq.Stats) string {
+	return fmt.Sprintf("pending %d, scheduled %d, leased %d, expired %d, done %d, quarantined %d",
+		st.Pending, st.Scheduled, st.Leased, st.Expired, st.Done, st.Quarantined)
 }

@@ -1,0 +1,174 @@
+package leaseq_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/leaseq/leaseq"
+	"github.com/leaseq/leaseq/internal/pgtest"
+)
+
+// TestPostgresPlans: on PostgreSQL every statement of every call is a range
+// scan of an index, never a scan of leaseq_jobs, on a table shaped like a
+// busy queue's — mostly done jobs, many scheduled, live leases, a few ready.
+// The plans are the server's own, of the statements as the calls run them
+// (the statements inside leaseq_claim included), reported by auto_explain
+// as notices on the test's one connection.
+func TestPostgresPlans(t *testing.T) {
+	url := pgtest.URL(t)
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var plans []string
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		mu.Lock()
+		defer mu.Unlock()
+		plans = append(plans, n.Message)
+	}
+	db := stdlib.OpenDB(*cfg)
+	defer db.Close()
+	ctx := context.Background()
+	clock := leaseq.NewManualClock(time.UnixMilli(1_000_000_000))
+	q, err := leaseq.New(ctx, db, leaseq.Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	fillPlanShape(t, db, clock)
+
+	// One connection, so the session's settings apply to every call.
+	db.SetMaxOpenConns(1)
+	for _, stmt := range []string{
+		"LOAD 'auto_explain'",
+		"SET auto_explain.log_min_duration = 0",
+		"SET auto_explain.log_nested_statements = on",
+		"SET auto_explain.log_level = notice",
+		"SET client_min_messages = notice",
+		"ANALYZE leaseq_jobs",
+	} {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	for _, call := range planCalls(q, clock) {
+		mu.Lock()
+		plans = nil
+		mu.Unlock()
+		if err := call.run(ctx); err != nil {
+			t.Fatalf("%s: %v", call.name, err)
+		}
+		mu.Lock()
+		got := strings.Join(plans, "\n")
+		mu.Unlock()
+		if got == "" {
+			t.Fatalf("%s: no plan was reported", call.name)
+		}
+		if seqScan.MatchString(got) {
+			t.Errorf("%s scans leaseq_jobs:\n%s", call.name, got)
+		}
+		for _, ix := range call.indexes {
+			if !slices.ContainsFunc(strings.Split(ix, "|"), func(ix string) bool { return strings.Contains(got, ix) }) {
+				t.Errorf("%s does not use %s:\n%s", call.name, ix, got)
+			}
+		}
+	}
+}
+
+var seqScan = regexp.MustCompile(`Seq Scan on leaseq_jobs\b`)
+
+// fillPlanShape fills the queue, directly in SQL, with 100,000 done jobs,
+// 2,000 live leases (some near their deadline), 5,000 jobs scheduled for
+// tomorrow, and 20 ready ones: a busy queue's shape, in which what is live
+// is a few percent of the table.
+func fillPlanShape(t *testing.T, db *sql.DB, clock *leaseq.ManualClock) {
+	t.Helper()
+	now := clock.Now().UnixMilli()
+	insert := `INSERT INTO leaseq_jobs (queue, id, qty, payload, status, owner, token, attempts, max_attempts,
+		lease_until, deadline, run_at, priority, due_at, ready, created_at, updated_at)
+		SELECT 'default', $1 || i, 0, '', $2, $3, $4::integer, $4::integer, 3, $5::bigint, $6::bigint, $7::bigint, 0, $8::bigint, $9::integer, $10::bigint, $10::bigint
+		FROM generate_series(1, $11::integer) AS i`
+	for _, shape := range [][]any{
+		{"done", "done", "A", 1, now - 1000, nil, nil, now - 1000, 0, now - 2000, 100000},
+		{"live", "leased", "A", 1, now + 60000, now + 120000, nil, now + 60000, 0, now - 1000, 2000},
+		{"later", "pending", "", 0, nil, nil, now + 86400000, now + 86400000, 0, now, 5000},
+		{"ready", "pending", "", 0, nil, now + 3600000, nil, now, 1, now, 20},
+	} {
+		if _, err := db.Exec(insert, shape...); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// planCall is one call whose statements' plans are checked, and the
+// indexes they must use between them.
+type planCall struct {
+	name    string
+	run     func(context.Context) error
+	indexes []string
+}
+
+func planCalls(q *leaseq.Queue, clock *leaseq.ManualClock) []planCall {
+	var c leaseq.Claim
+	claim := func(ctx context.Context) error {
+		var ok bool
+		var err error
+		c, ok, err = q.Claim(ctx, "A", time.Minute)
+		if err == nil && !ok {
+			err = fmt.Errorf("nothing claimed")
+		}
+		return err
+	}
+	fenced := func(f func(ctx context.Context) (bool, error)) func(context.Context) error {
+		return func(ctx context.Context) error {
+			if err := claim(ctx); err != nil {
+				return err
+			}
+			_, err := f(ctx)
+			return err
+		}
+	}
+	pk := "leaseq_jobs_queue_id_key"
+	return []planCall{
+		{"enqueue", func(ctx context.Context) error { return q.Enqueue(ctx, leaseq.Job{ID: "new"}) }, nil},
+		{"claim", claim, []string{"leaseq_jobs_doomed", "leaseq_jobs_pending_deadline", "leaseq_jobs_waiting", "leaseq_jobs_ready"}},
+		{"finish", func(ctx context.Context) error { _, err := q.Finish(ctx, c); return err }, []string{pk}},
+		{"extend", fenced(func(ctx context.Context) (bool, error) { _, ok, err := q.Extend(ctx, c, time.Minute); return ok, err }), []string{pk}},
+		{"release", fenced(func(ctx context.Context) (bool, error) { return q.Release(ctx, c, time.Second, "r") }), []string{pk}},
+		{"fail", fenced(func(ctx context.Context) (bool, error) { return q.Fail(ctx, c, "f") }), []string{pk}},
+		{"finish batch", fenced(func(ctx context.Context) (bool, error) {
+			oks, err := q.FinishBatch(ctx, []leaseq.Claim{c, c})
+			return oks[0], err
+		}), []string{pk}},
+		{"cancel", func(ctx context.Context) error { return q.Cancel(ctx, "ready19", "stop") }, []string{pk}},
+		// A few quarantined jobs: the planner may take them from
+		// leaseq_jobs_finished rather than by ID; either is a short range.
+		{"requeue", func(ctx context.Context) error { return q.Requeue(ctx, "ready19") }, nil},
+		{"get", func(ctx context.Context) error { _, err := q.Get(ctx, "ready18"); return err }, []string{pk}},
+		{"stats", func(ctx context.Context) error { _, err := q.Stats(ctx); return err }, []string{"leaseq_jobs_status"}},
+		{"list one status", func(ctx context.Context) error {
+			_, err := q.List(ctx, leaseq.Filter{Status: leaseq.StatusQuarantined, Limit: 10})
+			return err
+		}, []string{"leaseq_jobs_status|leaseq_jobs_finished"}},
+		{"list every status", func(ctx context.Context) error {
+			_, err := q.List(ctx, leaseq.Filter{AfterID: "done50000", Limit: 10})
+			return err
+		}, []string{"leaseq_jobs_status"}},
+		{"purge", func(ctx context.Context) error {
+			_, err := q.Purge(ctx, clock.Now().Add(-time.Hour), leaseq.StatusDone, leaseq.StatusQuarantined)
+			return err
+		}, []string{"leaseq_jobs_finished"}},
+	}
+}
+
