@@ -1,22 +1,3 @@
-// Command leaseq shows what a fencing token does, on a real database.
-//
-//	go run ./cmd/leaseq demo [-db PATH]
-//
-// The demo plays the timeline at the top of the README against a real SQLite
-// file (a temporary one, removed afterwards, unless -db names a new file to
-// keep) and a real HTTP receiver on loopback that counts each order's
-// quantity once, by job ID. A manual clock makes the timeline exact:
-//
-//   - at 0ms worker A claims order-7 for 1000ms, then stalls inside send;
-//   - at 999ms worker B finds nothing to claim: A's lease is still live;
-//   - at 1000ms A's lease has ended, so B claims the job with token 2,
-//     delivers it and finishes it;
-//   - at 1001ms A wakes: its delivery still reaches the receiver (a token
-//     cannot stop a request already on its way), which ignores it as a
-//     repeat, and its Finish with token 1 is refused.
-//
-// The demo checks each step and exits 1 if the queue or the receiver ever
-// behaves otherwise, so it doubles as a smoke test.
 package main
 
 import (
@@ -24,13 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"sync"
 	"time"
@@ -38,12 +17,18 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
-const usage = `usage: leaseq demo [-db PATH]
+const demoUsage = `usage: leaseq demo [-db PATH]
 
-  demo   play the lease timeline (A stalls, B takes over, A's late finish is
-         refused) against a real SQLite file and a loopback HTTP receiver.
-         -db PATH keeps the database at PATH (a new file); by default a
-         temporary file is used and removed.
+Plays the lease timeline at the top of the README (A stalls, B takes over,
+A's late finish is refused) against a real SQLite file and a loopback HTTP
+receiver, on a manual clock, and checks every step: it exits 1 if the queue
+or the receiver ever behaves otherwise.
+
+flags:
+  -db PATH              keep the database at PATH, which must not exist yet;
+                        by default a temporary file is used and removed.
+                        LEASEQ_DB is not read: the demo never touches an
+                        existing database.
 `
 
 // The job and the lease the timeline is built around.
@@ -57,54 +42,16 @@ const (
 // relative to it.
 var start = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// usageError is the caller's mistake: usage is printed and the exit status
-// is 2, where a failure of the demo itself exits 1.
-type usageError struct{ msg string }
-
-func (e usageError) Error() string { return e.msg }
-
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	err := run(ctx, os.Args[1:], os.Stdout)
-	stop()
-	os.Exit(exitCode(err, os.Stderr))
-}
-
-// exitCode reports err on stderr and returns the process's exit status.
-func exitCode(err error, stderr io.Writer) int {
-	var ue usageError
+// runDemo parses the demo's flags and plays it.
+func runDemo(ctx context.Context, args []string, stdout, _ io.Writer) error {
+	fs := newFlagSet("demo")
+	dbPath := fs.String("db", "", "")
+	pos, err := parseFlags(fs, args)
 	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "leaseq: %v\n\n%s", err, usage)
-		return 2
-	default:
-		fmt.Fprintf(stderr, "leaseq demo: %v\n", err)
-		return 1
-	}
-}
-
-// run is the whole program minus the process: it parses args and writes the
-// demo to stdout.
-func run(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) == 0 {
-		return usageError{"no command given"}
-	}
-	if args[0] != "demo" {
-		return usageError{fmt.Sprintf("unknown command %q", args[0])}
-	}
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	dbPath := fs.String("db", "", "keep the database at this new file")
-	switch err := fs.Parse(args[1:]); {
-	case errors.Is(err, flag.ErrHelp):
-		_, err = io.WriteString(stdout, usage)
-		return err
 	case err != nil:
-		return usageError{"demo: " + err.Error()}
-	case fs.NArg() > 0:
-		return usageError{fmt.Sprintf("demo: unexpected argument %q", fs.Arg(0))}
+		return err
+	case len(pos) > 0:
+		return usageError{fmt.Sprintf("unexpected argument %q", pos[0])}
 	}
 	return demo(ctx, *dbPath, stdout)
 }
