@@ -27,6 +27,7 @@ type session struct {
 	clock  leaseq.Clock // nil: the queue's own (see nowFromEnv)
 	now    time.Time    // what times are shown relative to
 	only   string       // -queue, or "" for every queue
+	all    []string     // every queue with jobs, once names has read them
 	queues map[string]*leaseq.Queue
 }
 
@@ -159,16 +160,20 @@ func (s *session) queue(ctx context.Context, name string) (*leaseq.Queue, error)
 }
 
 // names returns the queues a command covers: the one -queue names, else
-// every queue that has jobs.
+// every queue that has jobs (read once per command, as find asks for each
+// ID).
 func (s *session) names(ctx context.Context) ([]string, error) {
 	if s.only != "" {
 		return []string{s.only}, nil
 	}
-	names, err := leaseq.Queues(ctx, s.db)
-	if err != nil {
-		return nil, errors.New(reason(err))
+	if s.all == nil {
+		names, err := leaseq.Queues(ctx, s.db)
+		if err != nil {
+			return nil, errors.New(reason(err))
+		}
+		s.all = names
 	}
-	return names, nil
+	return s.all, nil
 }
 
 // notFound names the queue -queue chose in an unknown ID's error, as
