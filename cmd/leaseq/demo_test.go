@@ -16,9 +16,9 @@ import (
 // newcomer reads, then the row itself from a fresh connection.
 func TestDemoTimeline(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "demo.db")
-	var out bytes.Buffer
-	if err := run(t.Context(), []string{"demo", "-db", path}, &out); err != nil {
-		t.Fatalf("run: %v\noutput:\n%s", err, out.String())
+	var out, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"demo", "-db", path}, &out, &stderr); code != 0 {
+		t.Fatalf("run: exit %d, stderr:\n%s\noutput:\n%s", code, stderr.String(), out.String())
 	}
 	for _, want := range []string{
 		`(?m)^   0ms  A claims order-7 +token=1 lease_until=1000ms$`,
@@ -66,9 +66,9 @@ func wantKeptRow(t *testing.T, path string) {
 func TestDemoTempFileRemoved(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	var out bytes.Buffer
-	if err := run(t.Context(), []string{"demo"}, &out); err != nil {
-		t.Fatalf("run: %v\noutput:\n%s", err, out.String())
+	var out, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"demo"}, &out, &stderr); code != 0 {
+		t.Fatalf("run: exit %d, stderr:\n%s\noutput:\n%s", code, stderr.String(), out.String())
 	}
 	if !strings.Contains(out.String(), filepath.Join(tmp, "leaseq-demo-")) {
 		t.Errorf("header does not name a temporary file under %s:\n%s", tmp, out.String())
@@ -79,9 +79,9 @@ func TestDemoTempFileRemoved(t *testing.T) {
 	}
 }
 
-// TestUsage checks that caller mistakes exit 2 with usage on stderr, and
-// that a failing demo exits 1 without it.
-func TestUsage(t *testing.T) {
+// TestDemoUsage checks that caller mistakes exit 2 with usage on stderr,
+// and that a failing demo exits 1 without it.
+func TestDemoUsage(t *testing.T) {
 	existing := filepath.Join(t.TempDir(), "old.db")
 	if err := os.WriteFile(existing, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -91,16 +91,13 @@ func TestUsage(t *testing.T) {
 		code     int
 		inStderr string
 	}{
-		{nil, 2, "no command given"},
-		{[]string{"serve"}, 2, `unknown command "serve"`},
 		{[]string{"demo", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"demo", "-nope"}, 2, "-nope"},
 		{[]string{"demo", "-db", existing}, 1, "already exists"},
 		{[]string{"demo", "-db", filepath.Join(existing+".d", "x.db")}, 1, "directory"},
 	} {
 		var out, stderr bytes.Buffer
-		err := run(context.Background(), tc.args, &out)
-		code := exitCode(err, &stderr)
+		code := run(context.Background(), tc.args, &out, &stderr)
 		usage := strings.Contains(stderr.String(), "usage: leaseq demo")
 		if code != tc.code || !strings.Contains(stderr.String(), tc.inStderr) || usage != (tc.code == 2) {
 			t.Errorf("leaseq %q: exit %d, stderr:\n%s\nwant exit %d, stderr with %q, usage shown %v",
@@ -109,11 +106,11 @@ func TestUsage(t *testing.T) {
 	}
 }
 
-// TestHelp checks that -h is an answer, not an error.
-func TestHelp(t *testing.T) {
-	var out bytes.Buffer
-	err := run(t.Context(), []string{"demo", "-h"}, &out)
-	if err != nil || !strings.HasPrefix(out.String(), "usage: leaseq demo") {
-		t.Errorf("demo -h: err %v, stdout:\n%s\nwant nil and the usage", err, out.String())
+// TestDemoHelp checks that -h is an answer, not an error.
+func TestDemoHelp(t *testing.T) {
+	var out, stderr bytes.Buffer
+	code := run(t.Context(), []string{"demo", "-h"}, &out, &stderr)
+	if code != 0 || !strings.HasPrefix(out.String(), "usage: leaseq demo") {
+		t.Errorf("demo -h: exit %d, stdout:\n%s\nwant 0 and the usage", code, out.String())
 	}
 }

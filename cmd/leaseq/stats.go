@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+)
+
+const statsUsage = `usage: leaseq stats [-db PATH|URL] [-queue NAME] [-json]
+
+Counts each queue's jobs by status, at one instant: pending (claimable
+now), scheduled (pending, runs later), leased (lease live), expired (lease
+ended, claimable again), done and quarantined, and since when the
+longest-waiting claimable job has been claimable. Without -queue it covers
+every queue that has jobs.
+
+flags:
+` + dbFlagsUsage + `
+JSON:
+  {"queues": [{"queue": "default", "pending": 3, "scheduled": 1,
+               "leased": 1, "expired": 1, "done": 2, "quarantined": 2,
+               "oldest_ready": "2025-01-01T00:00:00Z"}]}
+  oldest_ready is null when nothing is claimable; "queues" is [] when no
+  queue has jobs.
+`
+
+// runStats is "leaseq stats".
+func runStats(ctx context.Context, args []string, stdout, _ io.Writer) error {
+	f, pos, err := parseCommand("stats", args, nil)
+	if err == nil {
+		err = noArgs(pos)
+	}
+	if err != nil {
+		return err
+	}
+	s, err := openSession(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	out, err := stats(ctx, s)
+	if err != nil {
+		return err
+	}
+	if f.json {
+		return writeJSON(stdout, out)
+	}
+	return printStats(stdout, out, s.now)
+}
+
+// stats counts the jobs of each queue the session covers.
+func stats(ctx context.Context, s *session) (statsJSON, error) {
+	out := statsJSON{Queues: []queueStatsJSON{}}
+	names, err := s.names(ctx)
+	if err != nil {
+		return out, err
+	}
+	for _, name := range names {
+		q, err := s.queue(ctx, name)
+		if err != nil {
+			return out, err
+		}
+		st, err := q.Stats(ctx)
+		if err != nil {
+			return out, fmt.Errorf("queue %q: %s", name, reason(err))
+		}
+		out.Queues = append(out.Queues, queueStatsJSON{
+			Queue: name, Pending: st.Pending, Scheduled: st.Scheduled, Leased: st.Leased,
+			Expired: st.Expired, Done: st.Done, Quarantined: st.Quarantined,
+			OldestReady: instant(st.OldestReady),
+		})
+	}
+	return out, nil
+}
+
+// printStats prints one row per queue.
+func printStats(w io.Writer, out statsJSON, now time.Time) error {
+	if len(out.Queues) == 0 {
+		_, err := fmt.Fprintln(w, "no jobs in any queue")
+		return err
+	}
+	tw := newTable(w)
+	tw.row("QUEUE", "PENDING", "SCHEDULED", "LEASED", "EXPIRED", "DONE", "QUARANTINED", "OLDEST READY")
+	for _, q := range out.Queues {
+		oldest := "-"
+		if q.OldestReady != nil {
+			oldest = when(*q.OldestReady, now, tableTime)
+		}
+		tw.row(cell(q.Queue), count(q.Pending), count(q.Scheduled), count(q.Leased), count(q.Expired),
+			count(q.Done), count(q.Quarantined), oldest)
+	}
+	return tw.flush()
+}
