@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/leaseq/leaseq"
+	"github.com/leaseq/leaseq/internal/pgtest"
 )
 
 // The tests here run the leaseq binary as a real process against real
@@ -42,7 +43,7 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := pgtest.Run(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -59,6 +60,24 @@ var engines = []struct {
 	make engine
 }{
 	{"sqlite", sqliteDB},
+	{"postgres", postgresDB},
+}
+
+// postgresDB is a new database on the test process's PostgreSQL server.
+func postgresDB(t *testing.T) (string, *sql.DB) {
+	t.Helper()
+	url := pgtest.URL(t)
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	q, err := leaseq.New(context.Background(), db, leaseq.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Close()
+	return url, db
 }
 
 // sqliteDB is a new SQLite file in t.TempDir().
