@@ -1,4 +1,5 @@
-// Package leaseq is a lease queue stored in SQLite, with fencing tokens.
+// Package leaseq is a lease queue with fencing tokens, stored in SQLite or
+// in PostgreSQL.
 //
 // A worker claims a job and holds it for a lease. If the worker stalls past
 // its lease, another worker may claim the job again. Every claim carries a
@@ -19,8 +20,11 @@
 // one database.
 //
 // The queue lives in a SQLite database in rollback-journal mode (see [Open]
-// and [New] for what that means for the caller's own use of the database).
-// All times come from an injectable [Clock] and are stored as integer Unix
+// and [New] for what that means for the caller's own use of the database),
+// or, when a service outgrows one machine, in PostgreSQL: [New] picks the
+// engine from the *sql.DB it is given, and every call keeps the same rules
+// on both. All times come from an injectable [Clock] (on PostgreSQL, the
+// database server's clock by default) and are stored as integer Unix
 // milliseconds. The rules the queue keeps are numbered in the README's
 // section "The rules"; comments in the code refer to them by number.
 package leaseq
@@ -66,7 +70,10 @@ type Options struct {
 	// DefaultName. Names follow the rules of job IDs.
 	Name string
 	// Clock is where every lease and deadline decision gets the time. nil
-	// means the system clock; tests inject a *ManualClock.
+	// means the system clock on SQLite and the database server's clock on
+	// PostgreSQL (rule 40 in README's "The rules"), so that hosts whose
+	// clocks disagree still agree on when a lease ends; tests inject a
+	// *ManualClock, which wins on both.
 	Clock Clock
 	// MaxAttempts is the claim limit for jobs that set none; 0 means
 	// MaxAttemptsDefault.
@@ -74,7 +81,7 @@ type Options struct {
 	// MaxPayload is the payload limit in bytes; 0 means MaxPayloadDefault,
 	// and more than MaxPayloadLimit is refused.
 	MaxPayload int
-	// DisableGroupCommit makes every single call (Enqueue, Claim, Finish,
+	// DisableGroupCommit (SQLite) makes every single call (Enqueue, Claim, Finish,
 	// Extend, Release, Fail) commit a transaction of its own. By default
 	// (false) calls that arrive while another is being written are gathered
 	// into one shared transaction of at most 128 calls with a single commit:
@@ -85,16 +92,19 @@ type Options struct {
 	// other calls' statements in its group, so under load one call can take
 	// about two commits plus its group's statements, instead of one commit.
 	// A lone caller pays only a goroutine hand-off. Turn it off if
-	// single-call latency matters more than throughput.
+	// single-call latency matters more than throughput. On PostgreSQL every
+	// single call commits on its own already, and the server shares one log
+	// flush among the commits that arrive together; the option changes
+	// nothing there.
 	DisableGroupCommit bool
 }
 
 // DefaultName is the queue name used when Options.Name is "".
 const DefaultName = "default"
 
-// Queue is one named lease queue in a SQLite database, made by [New]. It is
-// safe for concurrent use by many goroutines, and many processes may open
-// queues on the same file. Queues on one *sql.DB share one writer (see
+// Queue is one named lease queue in a SQLite or PostgreSQL database, made
+// by [New]. It is safe for concurrent use by many goroutines, and many
+// processes (on PostgreSQL, many hosts) may open queues on one database. Queues on one *sql.DB share one writer (see
 // [Options.Name]). Close it with [Queue.Close] before closing the database.
 type Queue struct {
 	e           engine
@@ -114,7 +124,17 @@ type Queue struct {
 // New returns the Queue named opts.Name on db, creating the schema if it is
 // missing and upgrading one written by an earlier version (in one
 // transaction that keeps every job, token and attempt count). It is
-// idempotent and safe when several processes call it at once on one file.
+// idempotent and safe when several processes call it at once on one
+// database.
+//
+// db is a SQLite database opened with modernc.org/sqlite (see [Open]) or a
+// PostgreSQL database opened with any database/sql driver for it (pgx's
+// stdlib is the tested one: sql.Open("pgx", url)); New asks db which it is.
+// The package imports no PostgreSQL driver. On PostgreSQL each single call
+// is one statement, or one short transaction, on db's pool, and claims
+// lock rows with FOR UPDATE SKIP LOCKED, so size the pool for the
+// goroutines that call the queue at once; the rest of this comment is about
+// SQLite. Other databases are refused with [ErrInvalid].
 //
 // It refuses, with an error wrapping [ErrInvalid], a database that is not a
 // file (an in-memory database would be a different one on every pooled
