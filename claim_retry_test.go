@@ -63,7 +63,7 @@ func TestClaimRolledBackThenIdle(t *testing.T) {
 		{"ClaimBatch", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, leaseq.Options{})
+			f := newFixture(t, sqliteEngine, leaseq.Options{})
 			f.enqueue(leaseq.Job{ID: "j", Qty: 1, RunAt: ms(100)})
 			before := f.snapshot()
 

@@ -133,7 +133,7 @@ func wantJobs(t *testing.T, q *leaseq.Queue, jobs []leaseq.Job) {
 // returns its path and the claim.
 func readOnlyFixture(t *testing.T) (string, leaseq.Claim) {
 	t.Helper()
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, sqliteEngine, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "a", Qty: 1})
 	f.enqueue(leaseq.Job{ID: "b", Qty: 2})
 	c := f.mustClaim("w", time.Hour)

@@ -94,7 +94,7 @@ func upgradedFixture(t *testing.T) *fixture {
 		t.Fatalf("testdata/schema-v1.db has user_version %d, want 1", v)
 	}
 	before := dumpQuery(t, raw, v1Columns)
-	f := openFixture(t, path, leaseq.Options{})
+	f := openFixture(t, sqliteEngine, path, leaseq.Options{})
 	if after := dumpQuery(t, raw, v1Columns); after != before {
 		t.Fatalf("the upgrade changed the version-1 columns:\n got\n%s want\n%s", after, before)
 	}
@@ -222,7 +222,7 @@ func TestUpgradeFailureKeepsV1(t *testing.T) {
 // TestUpgradeNewerVersionRefused: a database of a later schema version is
 // ErrInvalid, and New writes nothing to it.
 func TestUpgradeNewerVersionRefused(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, sqliteEngine, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "a"})
 	if _, err := f.db.Exec("PRAGMA user_version = 3"); err != nil {
 		t.Fatal(err)

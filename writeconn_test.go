@@ -15,7 +15,7 @@ import (
 // write lock and commit: its COMMIT needs an EXCLUSIVE lock, which it could
 // not get while any statement of ours still held a read lock.
 func TestWriteConnHoldsNoLock(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, sqliteEngine, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "a", MaxAttempts: 1})
 	other, err := sql.Open("sqlite", "file:"+f.path)
 	if err != nil {
@@ -58,7 +58,7 @@ func TestWriteConnHoldsNoLock(t *testing.T) {
 // pool once writes stop.
 func TestWriteConnReleasedWhenIdle(t *testing.T) {
 	defer leaseq.SetWriteConnIdle(10 * time.Millisecond)()
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, sqliteEngine, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "a"})
 	deadline := time.Now().Add(10 * time.Second)
 	for f.db.Stats().InUse != 0 {
@@ -77,7 +77,7 @@ func TestWriteConnReleasedWhenIdle(t *testing.T) {
 // connections, nothing is kept between writes, so the caller's own queries
 // and Get never wait for a connection the queue sits on.
 func TestWriteConnNotPinnedInSmallPool(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, sqliteEngine, leaseq.Options{})
 	f.db.SetMaxOpenConns(1)
 	f.enqueue(leaseq.Job{ID: "a"})
 	f.mustClaim("A", time.Second)
