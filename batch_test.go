@@ -10,6 +10,8 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
+// Every test here runs on each engine (forEngines in engine_test.go).
+
 // enqueueBatch enqueues jobs in one batch or fails the test.
 func (f *fixture) enqueueBatch(jobs ...leaseq.Job) {
 	f.t.Helper()

@@ -8,6 +8,8 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
+// Every test here runs on each engine (forEngines in engine_test.go).
+
 // TestTimeline is the README's timeline, step by step.
 func TestTimeline(t *testing.T) { forEngines(t, testTimeline) }
 

@@ -9,6 +9,9 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
+// SQLite only: a COMMIT that fails with SQLITE_BUSY while another
+// connection reads the file.
+
 // gateClock is a ManualClock whose Now, once armed, stops on its n-th read
 // until the test opens the gate, and then returns the time it read before
 // stopping. A test uses it to act at a known point inside a call.

@@ -28,6 +28,11 @@ import (
 // was closed, a write that succeeded after db.Close, in-memory databases
 // accepted, a MaxPayload the engine cannot store, a switch to WAL going
 // unnoticed.
+//
+// TestCallsAfterClose, TestMaxPayloadLimit and TestManyQueuesOneDB run on
+// each engine (forEngines in engine_test.go). The others test SQLite's store
+// — its pinned write connection, group committer, file, journal mode and
+// in-memory databases — and run on SQLite only.
 
 // promptly bounds how long a call that must fail at once may take before
 // the test calls it a hang. A call that answers in time answers in

@@ -19,6 +19,9 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
+// SQLite only: the faults of a database file — full, read-only, missing,
+// not a database.
+
 // The fault tests put the queue on a database that cannot do what it is
 // asked — full, read-only, missing, not a database — and check that every
 // failure is an error that says so, and that nothing is lost or half

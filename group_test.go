@@ -12,6 +12,9 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
+// SQLite only: group commit is SQLite's transaction strategy, and these
+// tests hold the file's write lock from another connection.
+
 // lockFromOutside takes the database's write lock from a connection of its
 // own, as another process would, and returns the function that releases it.
 // Calls made meanwhile pile up in the group-commit list.

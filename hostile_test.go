@@ -11,6 +11,8 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
+// Every test here runs on each engine (forEngines in engine_test.go).
+
 // hostileNames are valid IDs and owners that would break a queue that
 // built SQL from strings, cut names at odd bytes or normalised them.
 var hostileNames = []string{

@@ -15,6 +15,10 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
+// TestPurgeInChunks counts the deletions of each commit with SQLite's hooks
+// and runs on SQLite only; every other test here runs on each engine
+// (forEngines in engine_test.go).
+
 // This file covers the calls that move a claimed job on — Extend, Release,
 // Fail — and the operator's Cancel, Requeue and Purge (rules 17–22 in
 // README's "The rules"), plus EnqueueTx.

@@ -22,6 +22,12 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
+// TestProcessEndToEnd and the TestProcess* tests after it run on each engine
+// (forEngines in engine_test.go). TestTwoProcessesOneWinner (with its child,
+// TestChildProcessClaim), TestSendRunsWithoutLock and
+// TestPlainDSNGoroutinesDrain run on SQLite only: they open the file from
+// other processes and pools with DSNs of their own, and test its locks.
+
 // procWait bounds every wait of these tests on another goroutine or process,
 // so that a lock held by mistake fails the test with a message instead of
 // hanging it. It is never waited out on success.

@@ -16,6 +16,10 @@ import (
 	"modernc.org/sqlite"
 )
 
+// TestOpen and TestOpenPathWithURICharacters test Open, SQLite's way in, and
+// run on SQLite only, as do the subtests marked onlySQLite; every other test
+// here runs on each engine (forEngines in engine_test.go).
+
 func TestEnqueue(t *testing.T) { forEngines(t, testEnqueue) }
 
 func testEnqueue(t *testing.T, eng testEngine) {

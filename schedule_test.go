@@ -16,6 +16,11 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
+// TestIdleClaimTakesNoWriteLock and TestIdleAfterRolledBackClaim hold
+// SQLite's write lock, or a reader, from another connection and run on
+// SQLite only; every other test here runs on each engine (forEngines in
+// engine_test.go).
+
 // This file covers which job a Claim takes and when: named queues, delayed
 // jobs, priorities and the idle Claim (rules 14–16 and 23 in README's "The
 // rules"), and what Stats and List report about it.

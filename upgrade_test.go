@@ -16,6 +16,9 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
+// SQLite only: testdata/schema-v1.db is a SQLite file of schema 1; there is
+// no earlier PostgreSQL schema to upgrade from.
+
 // Rule 13 in README's "The rules": a database written by an earlier
 // version opens with New, upgraded in one transaction that keeps every row,
 // token and attempt count. testdata/schema-v1.db was written by the version

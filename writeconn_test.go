@@ -9,6 +9,9 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
+// SQLite only: the connection SQLite's store keeps between writes, and the
+// file locks it must not hold.
+
 // TestWriteConnHoldsNoLock: the connection a Queue keeps between writes,
 // with its prepared statements, holds no SQLite lock. Right after each kind
 // of write, another connection with no busy timeout at all can take the
