@@ -135,14 +135,30 @@ var testEngines = sync.OnceValues(func() ([]testEngine, error) {
 // has its own database, and no such test changes state the process shares.
 func forEngines(t *testing.T, test func(t *testing.T, e testEngine)) {
 	t.Helper()
+	t.Parallel()
+	eachEngine(t, true, test)
+}
+
+// forEnginesInTurn is forEngines for a test that must run alone: it
+// measures the process's CPU or looks at every goroutine, as the worker
+// tests do. The engines take their turns one after the other, and the test
+// runs in parallel with no other.
+func forEnginesInTurn(t *testing.T, test func(t *testing.T, e testEngine)) {
+	t.Helper()
+	eachEngine(t, false, test)
+}
+
+func eachEngine(t *testing.T, parallel bool, test func(t *testing.T, e testEngine)) {
+	t.Helper()
 	engines, err := testEngines()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Parallel()
 	for _, e := range engines {
 		t.Run(e.name, func(t *testing.T) {
-			t.Parallel()
+			if parallel {
+				t.Parallel()
+			}
 			engineRuns[e.name].count(t)
 			test(t, e)
 		})
