@@ -10,6 +10,8 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
+// Every test here runs on each engine (forEngines in engine_test.go).
+
 // enqueueBatch enqueues jobs in one batch or fails the test.
 func (f *fixture) enqueueBatch(jobs ...leaseq.Job) {
 	f.t.Helper()
@@ -52,8 +54,10 @@ func wantErrSays(t *testing.T, err, target error, parts ...string) {
 	}
 }
 
-func TestEnqueueBatchWritesEveryJob(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestEnqueueBatchWritesEveryJob(t *testing.T) { forEngines(t, testEnqueueBatchWritesEveryJob) }
+
+func testEnqueueBatchWritesEveryJob(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	f.enqueueBatch(
 		leaseq.Job{ID: "a", Qty: 1, Payload: []byte("pa")},
 		leaseq.Job{ID: "b", Qty: 2, Deadline: ms(5000), MaxAttempts: 5},
@@ -68,6 +72,10 @@ func TestEnqueueBatchWritesEveryJob(t *testing.T) {
 }
 
 func TestEnqueueBatchInvalidJobWritesNothing(t *testing.T) {
+	forEngines(t, testEnqueueBatchInvalidJobWritesNothing)
+}
+
+func testEnqueueBatchInvalidJobWritesNothing(t *testing.T, eng testEngine) {
 	for _, tc := range []struct {
 		name  string
 		bad   leaseq.Job
@@ -80,7 +88,7 @@ func TestEnqueueBatchInvalidJobWritesNothing(t *testing.T) {
 		{"payload too big", leaseq.Job{ID: "x", Payload: make([]byte, 11)}, []string{"jobs[1]", "Payload is 11 bytes"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, leaseq.Options{MaxPayload: 10})
+			f := newFixture(t, eng, leaseq.Options{MaxPayload: 10})
 			err := f.q.EnqueueBatch(f.ctx, []leaseq.Job{{ID: "ok-0"}, tc.bad, {ID: "ok-2"}})
 			wantErrSays(t, err, leaseq.ErrInvalid, tc.parts...)
 			f.wantNotWritten("ok-0", "ok-2", "x")
@@ -89,14 +97,22 @@ func TestEnqueueBatchInvalidJobWritesNothing(t *testing.T) {
 }
 
 func TestEnqueueBatchDuplicateInBatchWritesNothing(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+	forEngines(t, testEnqueueBatchDuplicateInBatchWritesNothing)
+}
+
+func testEnqueueBatchDuplicateInBatchWritesNothing(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	err := f.q.EnqueueBatch(f.ctx, []leaseq.Job{{ID: "a"}, {ID: "b"}, {ID: "a", Qty: 9}})
 	wantErrSays(t, err, leaseq.ErrDuplicate, `jobs[2] "a"`, "jobs[0]")
 	f.wantNotWritten("a", "b")
 }
 
 func TestEnqueueBatchDuplicateInStoreWritesNothing(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+	forEngines(t, testEnqueueBatchDuplicateInStoreWritesNothing)
+}
+
+func testEnqueueBatchDuplicateInStoreWritesNothing(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "b", Qty: 7})
 	f.finish(f.mustClaim("A", time.Second))
 	err := f.q.EnqueueBatch(f.ctx, []leaseq.Job{{ID: "a"}, {ID: "b", Qty: 1}, {ID: "c"}})
@@ -107,8 +123,10 @@ func TestEnqueueBatchDuplicateInStoreWritesNothing(t *testing.T) {
 
 // TestClaimBatchFencesEachJob: one batch hands out a new token per job, each
 // from that job's own history, and FinishBatch fences each on its own.
-func TestClaimBatchFencesEachJob(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestClaimBatchFencesEachJob(t *testing.T) { forEngines(t, testClaimBatchFencesEachJob) }
+
+func testClaimBatchFencesEachJob(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	f.enqueueBatch(leaseq.Job{ID: "a"}, leaseq.Job{ID: "b"}, leaseq.Job{ID: "c"})
 	old := f.at(0).mustClaim("A", time.Second) // a, token 1, lease until 1000
 
@@ -140,8 +158,10 @@ func TestClaimBatchFencesEachJob(t *testing.T) {
 
 // TestFinishBatchStaleClaim: a claim whose lease ended is refused at exactly
 // lease_until while the others in the batch are accepted.
-func TestFinishBatchStaleClaim(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestFinishBatchStaleClaim(t *testing.T) { forEngines(t, testFinishBatchStaleClaim) }
+
+func testFinishBatchStaleClaim(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	f.enqueueBatch(leaseq.Job{ID: "short"}, leaseq.Job{ID: "long"})
 	short := f.at(0).mustClaim("A", 500*time.Millisecond)
 	long := f.mustClaim("A", time.Second)
@@ -158,7 +178,11 @@ func TestFinishBatchStaleClaim(t *testing.T) {
 }
 
 func TestFinishBatchInvalidClaimWritesNothing(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+	forEngines(t, testFinishBatchInvalidClaimWritesNothing)
+}
+
+func testFinishBatchInvalidClaimWritesNothing(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "a"})
 	a := f.mustClaim("A", time.Second)
 	_, err := f.q.FinishBatch(f.ctx, []leaseq.Claim{a, {ID: "b", Owner: "A"}})
@@ -169,16 +193,20 @@ func TestFinishBatchInvalidClaimWritesNothing(t *testing.T) {
 	}
 }
 
-func TestClaimBatchEmptyQueue(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestClaimBatchEmptyQueue(t *testing.T) { forEngines(t, testClaimBatchEmptyQueue) }
+
+func testClaimBatchEmptyQueue(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	cs, err := f.q.ClaimBatch(f.ctx, "A", time.Second, 100)
 	if err != nil || cs == nil || len(cs) != 0 {
 		t.Fatalf("ClaimBatch on an empty queue: got %#v, %v; want an empty slice, nil", cs, err)
 	}
 }
 
-func TestClaimBatchInvalidArguments(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestClaimBatchInvalidArguments(t *testing.T) { forEngines(t, testClaimBatchInvalidArguments) }
+
+func testClaimBatchInvalidArguments(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "a"})
 	for _, tc := range []struct {
 		owner string
@@ -201,7 +229,11 @@ func TestClaimBatchInvalidArguments(t *testing.T) {
 // sweep before any token is issued, and caps each lease at its job's
 // deadline.
 func TestClaimBatchQuarantinesAndCapsLease(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+	forEngines(t, testClaimBatchQuarantinesAndCapsLease)
+}
+
+func testClaimBatchQuarantinesAndCapsLease(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	f.enqueueBatch(
 		leaseq.Job{ID: "spent", MaxAttempts: 1},
 		leaseq.Job{ID: "late", Deadline: ms(1000)},
@@ -234,7 +266,11 @@ func TestClaimBatchQuarantinesAndCapsLease(t *testing.T) {
 // and the ones whose deadline passed; one with attempts left and no
 // deadline, or whose deadline is still ahead, is claimed again.
 func TestClaimBatchQuarantinesEndedLeases(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+	forEngines(t, testClaimBatchQuarantinesEndedLeases)
+}
+
+func testClaimBatchQuarantinesEndedLeases(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	f.enqueueBatch(
 		leaseq.Job{ID: "spent", MaxAttempts: 1},
 		leaseq.Job{ID: "late", Deadline: ms(1500)},

@@ -8,9 +8,13 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
+// Every test here runs on each engine (forEngines in engine_test.go).
+
 // TestTimeline is the README's timeline, step by step.
-func TestTimeline(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestTimeline(t *testing.T) { forEngines(t, testTimeline) }
+
+func testTimeline(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "order-7", Qty: 3})
 
 	a := f.at(0).mustClaim("A", time.Second)
@@ -36,7 +40,9 @@ func TestTimeline(t *testing.T) {
 
 // TestLeaseBoundary is rule 4 at lease_until: live one millisecond
 // before, over exactly at and after it — for Finish and for a re-Claim.
-func TestLeaseBoundary(t *testing.T) {
+func TestLeaseBoundary(t *testing.T) { forEngines(t, testLeaseBoundary) }
+
+func testLeaseBoundary(t *testing.T, eng testEngine) {
 	cases := []struct {
 		at        int64 // ms; the lease ends at 1000
 		finishOK  bool
@@ -48,7 +54,7 @@ func TestLeaseBoundary(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("finish at %dms", tc.at), func(t *testing.T) {
-			f := newFixture(t, leaseq.Options{})
+			f := newFixture(t, eng, leaseq.Options{})
 			f.enqueue(leaseq.Job{ID: "order-7", Qty: 3})
 			a := f.mustClaim("A", time.Second)
 			leased := leaseq.State{ID: "order-7", Qty: 3, Status: leaseq.StatusLeased, Owner: "A", Token: 1, Attempts: 1,
@@ -64,7 +70,7 @@ func TestLeaseBoundary(t *testing.T) {
 			f.wantRow(want)
 		})
 		t.Run(fmt.Sprintf("claim at %dms", tc.at), func(t *testing.T) {
-			f := newFixture(t, leaseq.Options{})
+			f := newFixture(t, eng, leaseq.Options{})
 			f.enqueue(leaseq.Job{ID: "order-7", Qty: 3})
 			f.mustClaim("A", time.Second)
 			b, ok := f.at(tc.at).claim("B", time.Second)
@@ -84,13 +90,15 @@ func TestLeaseBoundary(t *testing.T) {
 // TestDeadlineBoundary is rule 4 at the deadline: Finish is accepted
 // one millisecond before it and refused at and after it. The lease is
 // longer than the deadline, so only the deadline decides.
-func TestDeadlineBoundary(t *testing.T) {
+func TestDeadlineBoundary(t *testing.T) { forEngines(t, testDeadlineBoundary) }
+
+func testDeadlineBoundary(t *testing.T, eng testEngine) {
 	for _, tc := range []struct {
 		at       int64 // ms; the deadline is 1000
 		finishOK bool
 	}{{999, true}, {1000, false}, {1001, false}} {
 		t.Run(fmt.Sprintf("finish at %dms", tc.at), func(t *testing.T) {
-			f := newFixture(t, leaseq.Options{})
+			f := newFixture(t, eng, leaseq.Options{})
 			f.enqueue(leaseq.Job{ID: "order-7", Qty: 3, Deadline: ms(1000)})
 			a := f.mustClaim("A", time.Hour)
 			got := f.at(tc.at).finish(a)
@@ -109,7 +117,9 @@ func TestDeadlineBoundary(t *testing.T) {
 
 // TestLeaseCappedAtDeadline is rule 5: lease_until = min(now+lease,
 // deadline).
-func TestLeaseCappedAtDeadline(t *testing.T) {
+func TestLeaseCappedAtDeadline(t *testing.T) { forEngines(t, testLeaseCappedAtDeadline) }
+
+func testLeaseCappedAtDeadline(t *testing.T, eng testEngine) {
 	for _, tc := range []struct {
 		name           string
 		deadline, now  int64
@@ -122,7 +132,7 @@ func TestLeaseCappedAtDeadline(t *testing.T) {
 		{"one millisecond left", 100, 99, time.Second, 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, leaseq.Options{})
+			f := newFixture(t, eng, leaseq.Options{})
 			f.enqueue(leaseq.Job{ID: "a", Deadline: ms(tc.deadline)})
 			c := f.at(tc.now).mustClaim("A", tc.lease)
 			if !c.LeaseUntil.Equal(ms(tc.wantLeaseUntil)) {

@@ -2027,7 +2027,7 @@ type checkerCase struct {
 }
 
 func newCase(t *testing.T) *checkerCase {
-	cc := &checkerCase{t: t, f: newFixture(t, leaseq.Options{MaxAttempts: chaosMaxAttempts}),
+	cc := &checkerCase{t: t, f: newFixture(t, sqliteEngine, leaseq.Options{MaxAttempts: chaosMaxAttempts}),
 		rcv: &receiver{qty: map[string]int{}}}
 	installChaosAudit(t, cc.f.db)
 	return cc

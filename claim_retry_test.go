@@ -9,6 +9,9 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
+// SQLite only: a COMMIT that fails with SQLITE_BUSY while another
+// connection reads the file.
+
 // gateClock is a ManualClock whose Now, once armed, stops on its n-th read
 // until the test opens the gate, and then returns the time it read before
 // stopping. A test uses it to act at a known point inside a call.
@@ -63,7 +66,7 @@ func TestClaimRolledBackThenIdle(t *testing.T) {
 		{"ClaimBatch", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, leaseq.Options{})
+			f := newFixture(t, sqliteEngine, leaseq.Options{})
 			f.enqueue(leaseq.Job{ID: "j", Qty: 1, RunAt: ms(100)})
 			before := f.snapshot()
 

@@ -28,6 +28,11 @@ import (
 // was closed, a write that succeeded after db.Close, in-memory databases
 // accepted, a MaxPayload the engine cannot store, a switch to WAL going
 // unnoticed.
+//
+// TestCallsAfterClose, TestMaxPayloadLimit and TestManyQueuesOneDB run on
+// each engine (forEngines in engine_test.go). The others test SQLite's store
+// — its pinned write connection, group committer, file, journal mode and
+// in-memory databases — and run on SQLite only.
 
 // promptly bounds how long a call that must fail at once may take before
 // the test calls it a hang. A call that answers in time answers in
@@ -108,10 +113,12 @@ func everyCall(db *sql.DB, c leaseq.Claim) map[string]func(ctx context.Context, 
 
 // TestCallsAfterClose: every call on a closed Queue is ErrClosed and writes
 // nothing; Close is safe twice; other Queues on the same *sql.DB go on.
-func TestCallsAfterClose(t *testing.T) {
+func TestCallsAfterClose(t *testing.T) { forEngines(t, testCallsAfterClose) }
+
+func testCallsAfterClose(t *testing.T, eng testEngine) {
 	for _, noGroup := range []bool{false, true} {
 		t.Run(fmt.Sprintf("DisableGroupCommit=%v", noGroup), func(t *testing.T) {
-			f := newFixture(t, leaseq.Options{DisableGroupCommit: noGroup})
+			f := newFixture(t, eng, leaseq.Options{DisableGroupCommit: noGroup})
 			f.enqueue(leaseq.Job{ID: "a"})
 			f.enqueue(leaseq.Job{ID: "b"})
 			c := f.mustClaim("A", time.Hour)
@@ -147,7 +154,7 @@ func TestCallsAfterClose(t *testing.T) {
 // TestCloseGivesBackConnections: once every Queue on a *sql.DB is closed,
 // the queue holds no connection, so db.Close closes the file.
 func TestCloseGivesBackConnections(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, sqliteEngine, leaseq.Options{})
 	q2 := f.queue("other")
 	f.enqueue(leaseq.Job{ID: "a"})
 	f.finish(f.mustClaim("A", time.Hour))
@@ -173,7 +180,7 @@ func TestCloseGivesBackConnections(t *testing.T) {
 	}
 
 	// A new Queue on a new *sql.DB of the same file starts afresh.
-	g := openFixture(t, f.path, leaseq.Options{})
+	g := openFixture(t, sqliteEngine, f.path, leaseq.Options{})
 	if s := g.get("a"); s.Status != leaseq.StatusDone {
 		t.Fatalf("row a after reopening: %s", fmtRow(s))
 	}
@@ -213,7 +220,7 @@ func TestClosedDBFailsPromptly(t *testing.T) {
 	defer leaseq.SetWriteConnIdle(5 * time.Millisecond)()
 	for _, noGroup := range []bool{false, true} {
 		t.Run(fmt.Sprintf("DisableGroupCommit=%v", noGroup), func(t *testing.T) {
-			f := newFixture(t, leaseq.Options{DisableGroupCommit: noGroup})
+			f := newFixture(t, sqliteEngine, leaseq.Options{DisableGroupCommit: noGroup})
 			f.enqueue(leaseq.Job{ID: "a"})
 			c := f.mustClaim("A", time.Hour)
 			if f.db.Stats().InUse == 0 {
@@ -275,7 +282,7 @@ func TestClosedDBWhileWaitingForLock(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits out one busy timeout")
 	}
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, sqliteEngine, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "a"})
 	f.lockFromOutside()
 	errs := make(chan error, 4)
@@ -326,8 +333,10 @@ func TestInMemoryRefused(t *testing.T) {
 // TestMaxPayloadLimit: New refuses a MaxPayload the engine cannot be
 // trusted to store (the bug: "string or blob too big" at Enqueue), accepts
 // exactly MaxPayloadLimit, and a payload of that size round-trips.
-func TestMaxPayloadLimit(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestMaxPayloadLimit(t *testing.T) { forEngines(t, testMaxPayloadLimit) }
+
+func testMaxPayloadLimit(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	for _, n := range []int{leaseq.MaxPayloadLimit + 1, 1 << 30, 1<<31 - 1} {
 		q, err := leaseq.New(f.ctx, f.db, leaseq.Options{MaxPayload: n})
 		if q != nil || !errors.Is(err, leaseq.ErrInvalid) {
@@ -409,10 +418,12 @@ func TestWALAfterNew(t *testing.T) {
 // TestManyQueuesOneDB: four Queue values on one *sql.DB — two of the same
 // name, two of others — used by four goroutines each at once: no call
 // fails, and every job is finished exactly once (rule 25).
-func TestManyQueuesOneDB(t *testing.T) {
+func TestManyQueuesOneDB(t *testing.T) { forEngines(t, testManyQueuesOneDB) }
+
+func testManyQueuesOneDB(t *testing.T, eng testEngine) {
 	for _, noGroup := range []bool{false, true} {
 		t.Run(fmt.Sprintf("DisableGroupCommit=%v", noGroup), func(t *testing.T) {
-			f := newFixture(t, leaseq.Options{})
+			f := newFixture(t, eng, leaseq.Options{})
 			names := []string{"a", "a", "b", "c"}
 			qs := make([]*leaseq.Queue, len(names))
 			for i, name := range names {
@@ -515,7 +526,7 @@ func TestMissingDirectoryFailsPromptly(t *testing.T) {
 			if err := os.Mkdir(dir, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			f := openFixture(t, filepath.Join(dir, "q.db"), leaseq.Options{DisableGroupCommit: noGroup})
+			f := openFixture(t, sqliteEngine, filepath.Join(dir, "q.db"), leaseq.Options{DisableGroupCommit: noGroup})
 			f.db.SetMaxIdleConns(0) // every call needs a new connection
 			f.enqueue(leaseq.Job{ID: "a"})
 			c := f.mustClaim("A", time.Hour)
@@ -541,7 +552,7 @@ func TestMissingDirectoryFailsPromptly(t *testing.T) {
 // write lock, the calls of both Queues wait in the same list, and once it
 // is free they are committed in one transaction.
 func TestQueuesShareOneGroup(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, sqliteEngine, leaseq.Options{})
 	other := f.queue("other")
 	// The commit hook goes on the only connection. The write that follows
 	// gives back the one the queue kept (a pool this small is not pinned).

@@ -20,6 +20,9 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
+// SQLite only: these tests kill a process inside SQLite's commit and check
+// what its rollback journal leaves behind.
+
 // The crash tests kill a process inside a write transaction and check what
 // the next process finds: the hot journal rolled back, an intact file, and
 // exactly the state before or after the transaction. Each runs in every

@@ -19,6 +19,9 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
+// SQLite only: the faults of a database file — full, read-only, missing,
+// not a database.
+
 // The fault tests put the queue on a database that cannot do what it is
 // asked — full, read-only, missing, not a database — and check that every
 // failure is an error that says so, and that nothing is lost or half
@@ -133,7 +136,7 @@ func wantJobs(t *testing.T, q *leaseq.Queue, jobs []leaseq.Job) {
 // returns its path and the claim.
 func readOnlyFixture(t *testing.T) (string, leaseq.Claim) {
 	t.Helper()
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, sqliteEngine, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "a", Qty: 1})
 	f.enqueue(leaseq.Job{ID: "b", Qty: 2})
 	c := f.mustClaim("w", time.Hour)

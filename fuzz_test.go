@@ -15,22 +15,80 @@ import (
 	"time"
 
 	"github.com/leaseq/leaseq"
+	"github.com/leaseq/leaseq/internal/pgtest"
 )
 
-// The fuzz targets reuse one database file per fuzzing process and empty it
-// before every input: creating a file and its schema costs several fsyncs,
-// emptying a table costs one transaction. synchronous=OFF only skips fsync,
-// which no rule under test depends on, and journal_mode=PERSIST (a rollback
-// journal New accepts) keeps the journal file instead of creating and
-// deleting it in every transaction: together about three times the execs.
-// One Queue is made for each of opts, all on the one *sql.DB and clock.
-func fuzzQueues(f *testing.F, opts ...leaseq.Options) ([]*leaseq.Queue, *sql.DB, *leaseq.ManualClock) {
+// fuzzTarget is where a fuzz target runs its inputs on one engine: one
+// Queue for each of its options, all on one database and clock, made once
+// per process. skip says why the engine cannot run here (no PostgreSQL
+// server), if it cannot.
+type fuzzTarget struct {
+	engine string
+	skip   string
+	qs     []*leaseq.Queue
+	db     *sql.DB
+	clock  *leaseq.ManualClock
+}
+
+// fuzzTargets makes a fuzzTarget on each engine under test.
+func fuzzTargets(f *testing.F, opts ...leaseq.Options) []fuzzTarget {
+	engines, err := testEngines()
+	if err != nil {
+		f.Fatal(err)
+	}
+	var targets []fuzzTarget
+	for _, e := range engines {
+		ft := fuzzTarget{engine: e.name}
+		if e.name == postgresEngine.name {
+			ft.skip = pgtest.SkipReason()
+		}
+		if ft.skip == "" {
+			ft.db = fuzzDB(f, e)
+			ft.qs, ft.clock = fuzzQueues(f, ft.db, opts...)
+		}
+		targets = append(targets, ft)
+	}
+	return targets
+}
+
+// forFuzzTargets runs one input on every target, as subtests named after
+// their engines: every go test runs the seed corpus on each engine. To fuzz
+// one engine alone, name it in LEASEQ_TEST_ENGINES.
+func forFuzzTargets(t *testing.T, targets []fuzzTarget, run func(t *testing.T, qs []*leaseq.Queue, db *sql.DB, clock *leaseq.ManualClock)) {
+	for _, ft := range targets {
+		t.Run(ft.engine, func(t *testing.T) {
+			engineRuns[ft.engine].count(t)
+			if ft.skip != "" {
+				t.Skip(ft.skip)
+			}
+			run(t, ft.qs, ft.db, ft.clock)
+		})
+	}
+}
+
+// fuzzDB is the database a fuzz target reuses for every input: it is
+// emptied before each one. On SQLite, creating a file and its schema costs
+// several fsyncs, emptying a table costs one transaction. synchronous=OFF
+// only skips fsync, which no rule under test depends on, and
+// journal_mode=PERSIST (a rollback journal New accepts) keeps the journal
+// file instead of creating and deleting it in every transaction: together
+// about three times the execs. On PostgreSQL it is a fresh database like
+// any test's: a commit there costs little next to one on a file.
+func fuzzDB(f *testing.F, e testEngine) *sql.DB {
+	if e.name != sqliteEngine.name {
+		return e.open(f, e.fresh(f))
+	}
 	path := filepath.Join(f.TempDir(), "fuzz.db")
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(PERSIST)&_pragma=synchronous(OFF)")
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { db.Close() })
+	return db
+}
+
+// fuzzQueues makes one Queue for each of opts on db, all on one clock.
+func fuzzQueues(f *testing.F, db *sql.DB, opts ...leaseq.Options) ([]*leaseq.Queue, *leaseq.ManualClock) {
 	clock := leaseq.NewManualClock(t0)
 	var qs []*leaseq.Queue
 	for _, o := range opts {
@@ -41,7 +99,7 @@ func fuzzQueues(f *testing.F, opts ...leaseq.Options) ([]*leaseq.Queue, *sql.DB,
 		}
 		qs = append(qs, q)
 	}
-	return qs, db, clock
+	return qs, clock
 }
 
 // resetQueue empties every queue on db, and forgets the tokens of purged
@@ -933,19 +991,21 @@ const maxFuzzOps = 200
 // after every operation, every row. The checked-in corpus
 // (testdata/fuzz/FuzzQueueModel, generated from fuzzSeeds) walks each rule.
 func FuzzQueueModel(f *testing.F) {
-	qs, db, clock := fuzzQueues(f, fuzzOptions...)
+	targets := fuzzTargets(f, fuzzOptions...)
 	// The seeds are the files of testdata/fuzz/FuzzQueueModel, which go
 	// test runs on its own; TestFuzzCorpusUpToDate keeps them current.
 	f.Fuzz(func(t *testing.T, input []byte) {
-		resetQueue(t, db)
-		in := &opReader{b: input}
-		// The first byte sets where within a millisecond the clock starts.
-		clock.Set(t0.Add(time.Duration(in.next()) * 3 * time.Microsecond))
-		r := &fuzzRun{t: t, ctx: context.Background(), qs: qs, db: db, clock: clock, m: newModel(fuzzMaxPayload, fuzzOptions...)}
-		for n := 0; in.more() && n < maxFuzzOps; n++ {
-			r.apply(in)
-		}
-		r.checkAll()
+		forFuzzTargets(t, targets, func(t *testing.T, qs []*leaseq.Queue, db *sql.DB, clock *leaseq.ManualClock) {
+			resetQueue(t, db)
+			in := &opReader{b: input}
+			// The first byte sets where within a millisecond the clock starts.
+			clock.Set(t0.Add(time.Duration(in.next()) * 3 * time.Microsecond))
+			r := &fuzzRun{t: t, ctx: context.Background(), qs: qs, db: db, clock: clock, m: newModel(fuzzMaxPayload, fuzzOptions...)}
+			for n := 0; in.more() && n < maxFuzzOps; n++ {
+				r.apply(in)
+			}
+			r.checkAll()
+		})
 	})
 }
 
@@ -953,51 +1013,53 @@ func FuzzQueueModel(f *testing.F) {
 // owner and payload. Each is either refused with ErrInvalid and nothing
 // written, or stored and handed back byte for byte.
 func FuzzNames(f *testing.F) {
-	qs, db, clock := fuzzQueues(f, leaseq.Options{MaxPayload: fuzzMaxPayload})
-	q := qs[0]
+	targets := fuzzTargets(f, leaseq.Options{MaxPayload: fuzzMaxPayload})
 	f.Add("order-7", "worker-1", []byte("payload"))
 	f.Add(`'); DELETE FROM leaseq_jobs; --`, `" OR ""="`, []byte("\x00\x00\xff"))
 	f.Add("日本語", "ówner", bytes.Repeat([]byte{0}, fuzzMaxPayload))
 	f.Add(strings.Repeat("é", 127)+"x", strings.Repeat("o", 255), bytes.Repeat([]byte{1}, fuzzMaxPayload+1))
 	f.Add("a\x00b", "\xff", []byte{})
 	f.Fuzz(func(t *testing.T, id, owner string, payload []byte) {
-		resetQueue(t, db)
-		clock.Set(t0)
-		ctx := context.Background()
-		err := q.Enqueue(ctx, leaseq.Job{ID: id, Payload: payload})
-		if wantOK := validName(id) && len(payload) <= fuzzMaxPayload; wantOK != (err == nil) || err != nil && !errors.Is(err, leaseq.ErrInvalid) {
-			t.Fatalf("Enqueue(%q, %d-byte payload): got %v, want ok=%v or ErrInvalid", id, len(payload), err, wantOK)
-		}
-		if err != nil {
-			if n := tableRows(t, db); n != 0 {
-				t.Fatalf("refused Enqueue(%q) left %d rows, want 0", id, n)
+		forFuzzTargets(t, targets, func(t *testing.T, qs []*leaseq.Queue, db *sql.DB, clock *leaseq.ManualClock) {
+			q := qs[0]
+			resetQueue(t, db)
+			clock.Set(t0)
+			ctx := context.Background()
+			err := q.Enqueue(ctx, leaseq.Job{ID: id, Payload: payload})
+			if wantOK := validName(id) && len(payload) <= fuzzMaxPayload; wantOK != (err == nil) || err != nil && !errors.Is(err, leaseq.ErrInvalid) {
+				t.Fatalf("Enqueue(%q, %d-byte payload): got %v, want ok=%v or ErrInvalid", id, len(payload), err, wantOK)
 			}
-			return
-		}
-		s, err := q.Get(ctx, id)
-		if err != nil || s.ID != id || !bytes.Equal(s.Payload, payload) {
-			t.Fatalf("Get(%q): got id=%q payload=%q err=%v, want id=%q payload=%q", id, s.ID, s.Payload, err, id, payload)
-		}
-		c, ok, err := q.Claim(ctx, owner, time.Second)
-		if !validName(owner) {
-			if !errors.Is(err, leaseq.ErrInvalid) || ok {
-				t.Fatalf("Claim(%q): got ok=%v err=%v, want ErrInvalid", owner, ok, err)
+			if err != nil {
+				if n := tableRows(t, db); n != 0 {
+					t.Fatalf("refused Enqueue(%q) left %d rows, want 0", id, n)
+				}
+				return
 			}
-			if s, _ := q.Get(ctx, id); s.Status != leaseq.StatusPending || s.Token != 0 {
-				t.Fatalf("refused Claim(%q) changed the row: got %s, want pending token=0", owner, fmtState(s))
+			s, err := q.Get(ctx, id)
+			if err != nil || s.ID != id || !bytes.Equal(s.Payload, payload) {
+				t.Fatalf("Get(%q): got id=%q payload=%q err=%v, want id=%q payload=%q", id, s.ID, s.Payload, err, id, payload)
 			}
-			return
-		}
-		if err != nil || !ok || c.ID != id || c.Owner != owner || !bytes.Equal(c.Payload, payload) {
-			t.Fatalf("Claim(%q): got %+v ok=%v err=%v, want id=%q owner=%q payload=%q", owner, c, ok, err, id, owner, payload)
-		}
-		if ok, err := q.Finish(ctx, c); !ok || err != nil {
-			t.Fatalf("Finish(%+v): got %v, %v, want true", c, ok, err)
-		}
-		s, err = q.Get(ctx, id)
-		if err != nil || s.Status != leaseq.StatusDone || s.Owner != owner || s.ID != id || !bytes.Equal(s.Payload, payload) {
-			t.Fatalf("Get(%q) after Finish: got %s err=%v, want done, owner=%q, payload=%q", id, fmtState(s), err, owner, payload)
-		}
+			c, ok, err := q.Claim(ctx, owner, time.Second)
+			if !validName(owner) {
+				if !errors.Is(err, leaseq.ErrInvalid) || ok {
+					t.Fatalf("Claim(%q): got ok=%v err=%v, want ErrInvalid", owner, ok, err)
+				}
+				if s, _ := q.Get(ctx, id); s.Status != leaseq.StatusPending || s.Token != 0 {
+					t.Fatalf("refused Claim(%q) changed the row: got %s, want pending token=0", owner, fmtState(s))
+				}
+				return
+			}
+			if err != nil || !ok || c.ID != id || c.Owner != owner || !bytes.Equal(c.Payload, payload) {
+				t.Fatalf("Claim(%q): got %+v ok=%v err=%v, want id=%q owner=%q payload=%q", owner, c, ok, err, id, owner, payload)
+			}
+			if ok, err := q.Finish(ctx, c); !ok || err != nil {
+				t.Fatalf("Finish(%+v): got %v, %v, want true", c, ok, err)
+			}
+			s, err = q.Get(ctx, id)
+			if err != nil || s.Status != leaseq.StatusDone || s.Owner != owner || s.ID != id || !bytes.Equal(s.Payload, payload) {
+				t.Fatalf("Get(%q) after Finish: got %s err=%v, want done, owner=%q, payload=%q", id, fmtState(s), err, owner, payload)
+			}
+		})
 	})
 }
 

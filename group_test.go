@@ -12,6 +12,9 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
+// SQLite only: group commit is SQLite's transaction strategy, and these
+// tests hold the file's write lock from another connection.
+
 // lockFromOutside takes the database's write lock from a connection of its
 // own, as another process would, and returns the function that releases it.
 // Calls made meanwhile pile up in the group-commit list.
@@ -60,7 +63,7 @@ func (f *fixture) waitForGroupedCalls(n int) {
 // one transaction, two of them with an ID already stored and one with an ID
 // another caller also uses. Only the duplicates fail.
 func TestGroupCommitDuplicateFailsOnlyItsCaller(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, sqliteEngine, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "stored", Qty: 1})
 	release := f.lockFromOutside()
 
@@ -108,7 +111,7 @@ func TestGroupCommitDuplicateFailsOnlyItsCaller(t *testing.T) {
 // its call waits for the lock returns at once with its context's error; the
 // others commit, and nothing of the cancelled call is written.
 func TestGroupCommitCancelledCallerLeaves(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, sqliteEngine, leaseq.Options{})
 	release := f.lockFromOutside()
 
 	ctx, cancel := context.WithCancel(f.ctx)
@@ -164,7 +167,7 @@ func (c *armedClock) Now() time.Time {
 // would not be alone; the other calls of the group commit without it.
 func TestGroupCommitCallerCancelledAfterRunning(t *testing.T) {
 	clock := &armedClock{ManualClock: leaseq.NewManualClock(t0)}
-	f := newFixture(t, leaseq.Options{Clock: clock})
+	f := newFixture(t, sqliteEngine, leaseq.Options{Clock: clock})
 	f.clock = clock.ManualClock
 	f.enqueueBatch(leaseq.Job{ID: "a"}, leaseq.Job{ID: "b"})
 	release := f.lockFromOutside()
@@ -208,7 +211,7 @@ func TestGroupCommitCallerCancelledAfterRunning(t *testing.T) {
 // one job, and Claims of other jobs, share a transaction; each keeps its
 // own fencing.
 func TestGroupCommitFencesEachCall(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, sqliteEngine, leaseq.Options{})
 	f.enqueueBatch(leaseq.Job{ID: "a"})
 	stale := f.at(0).mustClaim("A", time.Second)
 	fresh := f.at(1000).mustClaim("B", time.Second)
@@ -273,7 +276,7 @@ func TestGroupCommitFencesEachCall(t *testing.T) {
 // duplicate ends the shared transaction; every call in it gets the error and
 // none of them took effect.
 func TestGroupCommitFailureReachesEveryCall(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, sqliteEngine, leaseq.Options{})
 	if _, err := f.db.Exec(`CREATE TRIGGER boom BEFORE INSERT ON leaseq_jobs WHEN NEW.id = 'boom'
 		BEGIN SELECT RAISE(ABORT, 'boom refused'); END`); err != nil {
 		t.Fatal(err)
@@ -304,7 +307,7 @@ func TestGroupCommitFailureReachesEveryCall(t *testing.T) {
 // TestGroupCommitBoundedGroups: more calls than fit in one transaction all
 // commit, each exactly once.
 func TestGroupCommitBoundedGroups(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, sqliteEngine, leaseq.Options{})
 	n := leaseq.MaxGroupOps + 10
 	release := f.lockFromOutside()
 	var wg sync.WaitGroup
@@ -333,7 +336,7 @@ func TestGroupCommitBoundedGroups(t *testing.T) {
 // TestNoGroupCommit: with group commit off, concurrent calls still keep
 // their own outcomes.
 func TestNoGroupCommit(t *testing.T) {
-	f := newFixture(t, leaseq.Options{DisableGroupCommit: true})
+	f := newFixture(t, sqliteEngine, leaseq.Options{DisableGroupCommit: true})
 	f.enqueue(leaseq.Job{ID: "stored"})
 	var wg sync.WaitGroup
 	ids := []string{"x", "stored", "y"}

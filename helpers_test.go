@@ -6,7 +6,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,35 +19,34 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // ms is the instant t0 + n milliseconds.
 func ms(n int64) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
 
-// fixture is one queue on a fresh database file with a manual clock.
+// fixture is one queue on a fresh database of an engine with a manual
+// clock.
 type fixture struct {
 	t     *testing.T
 	ctx   context.Context
-	path  string
+	e     testEngine
+	path  string // where the database is: its file on SQLite, its URL on PostgreSQL
 	db    *sql.DB
 	clock *leaseq.ManualClock
 	q     *leaseq.Queue
 }
 
-// newFixture opens a queue in t.TempDir() at t0.
-func newFixture(t *testing.T, opts leaseq.Options) *fixture {
+// newFixture opens a queue on a fresh database of engine e at t0.
+func newFixture(t *testing.T, e testEngine, opts leaseq.Options) *fixture {
 	t.Helper()
-	return openFixture(t, filepath.Join(t.TempDir(), "q.db"), opts)
+	return openFixture(t, e, e.fresh(t), opts)
 }
 
-// openFixture opens a queue on the database file at path, which may exist
-// already, with a manual clock at t0 unless opts has a clock.
-func openFixture(t *testing.T, path string, opts leaseq.Options) *fixture {
+// openFixture opens a queue on the database of engine e at path, which may
+// exist already, with a manual clock at t0 unless opts has a clock.
+func openFixture(t *testing.T, e testEngine, path string, opts leaseq.Options) *fixture {
 	t.Helper()
-	db, err := leaseq.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	f := &fixture{t: t, ctx: context.Background(), path: path, db: db, clock: leaseq.NewManualClock(t0)}
+	db := e.open(t, path)
+	f := &fixture{t: t, ctx: context.Background(), e: e, path: path, db: db, clock: leaseq.NewManualClock(t0)}
 	if opts.Clock == nil {
 		opts.Clock = f.clock
 	}
+	var err error
 	f.q, err = leaseq.New(f.ctx, db, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +155,7 @@ func relMS(t time.Time) string {
 
 // dump prints every row of the fixture's queue, for failure messages.
 func (f *fixture) dump() string {
-	rows, err := f.db.Query("SELECT id FROM leaseq_jobs WHERE queue = ? ORDER BY seq", f.q.Name())
+	rows, err := f.db.Query(f.e.rebind("SELECT id FROM leaseq_jobs WHERE queue = ?1 ORDER BY seq"), f.q.Name())
 	if err != nil {
 		return err.Error()
 	}
@@ -191,7 +189,8 @@ func (f *fixture) snapshot() string {
 	return snapshotDB(f.t, f.db)
 }
 
-// snapshotDB is snapshot for any database holding the queue's tables.
+// snapshotDB is snapshot for any database holding the queue's tables, of
+// either engine: it has no placeholders.
 func snapshotDB(t *testing.T, db *sql.DB) string {
 	t.Helper()
 	out := ""
@@ -205,7 +204,9 @@ func snapshotDB(t *testing.T, db *sql.DB) string {
 }
 
 // dumpQuery prints the rows of query, one line each, column by column with
-// its name; a BLOB prints quoted, NULL as NULL.
+// its name; a BLOB (bytea) prints quoted, NULL as NULL. A query with
+// arguments is written with ?1, ?2 … and passed through the engine's
+// rebind.
 func dumpQuery(t *testing.T, db *sql.DB, query string, args ...any) string {
 	t.Helper()
 	rows, err := db.Query(query, args...)

@@ -11,6 +11,8 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
+// Every test here runs on each engine (forEngines in engine_test.go).
+
 // hostileNames are valid IDs and owners that would break a queue that
 // built SQL from strings, cut names at odd bytes or normalised them.
 var hostileNames = []string{
@@ -35,8 +37,10 @@ var hostileNames = []string{
 // owner with that name, and finishes it: ID, owner and payload come back
 // byte for byte at every step, each name is its own job, and the table is
 // still there.
-func TestHostileNames(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestHostileNames(t *testing.T) { forEngines(t, testHostileNames) }
+
+func testHostileNames(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	for i, name := range hostileNames {
 		if len(name) > leaseq.MaxIDLen {
 			t.Fatalf("test name %d is %d bytes, over the limit", i, len(name))
@@ -64,13 +68,15 @@ func TestHostileNames(t *testing.T) {
 	if n := countRows(t, f.db); n != len(hostileNames) {
 		t.Fatalf("%d rows, want %d", n, len(hostileNames))
 	}
-	wantIntegrity(t, f.db)
+	eng.wantIntegrity(t, f.db)
 }
 
 // TestHostileNamesRefused: IDs and owners that cannot be stored byte for
 // byte — empty, one byte over the limit (in ASCII and in multi-byte
 // runes), invalid UTF-8, NUL anywhere — are ErrInvalid and write nothing.
-func TestHostileNamesRefused(t *testing.T) {
+func TestHostileNamesRefused(t *testing.T) { forEngines(t, testHostileNamesRefused) }
+
+func testHostileNamesRefused(t *testing.T, eng testEngine) {
 	bad := map[string]string{
 		"empty":              "",
 		"256 bytes":          strings.Repeat("a", leaseq.MaxIDLen+1),
@@ -82,9 +88,9 @@ func TestHostileNamesRefused(t *testing.T) {
 		"NUL at the end":     "ab\x00",
 		"NUL only":           "\x00",
 	}
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, eng, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "ok", Qty: 1})
-	before := dumpDB(t, f.db)
+	before := f.snapshot()
 	for what, name := range bad {
 		if err := f.q.Enqueue(f.ctx, leaseq.Job{ID: name, Qty: 1}); !errors.Is(err, leaseq.ErrInvalid) {
 			t.Errorf("Enqueue with an ID that is %s: got %v, want ErrInvalid", what, err)
@@ -93,7 +99,7 @@ func TestHostileNamesRefused(t *testing.T) {
 			t.Errorf("Claim as an owner that is %s: got %+v ok=%v err=%v, want ErrInvalid", what, c, ok, err)
 		}
 	}
-	if after := dumpDB(t, f.db); after != before {
+	if after := f.snapshot(); after != before {
 		t.Fatalf("refused calls changed the table:\n%s", diffLines(after, before))
 	}
 }
@@ -102,9 +108,11 @@ func TestHostileNamesRefused(t *testing.T) {
 // handed back byte for byte, one byte more is ErrInvalid and writes
 // nothing; the same at the default limit of 1 MiB. Payloads of NUL bytes,
 // invalid UTF-8 and every byte value survive unchanged.
-func TestPayloadLimits(t *testing.T) {
+func TestPayloadLimits(t *testing.T) { forEngines(t, testPayloadLimits) }
+
+func testPayloadLimits(t *testing.T, eng testEngine) {
 	for _, limit := range []int{0, 1000} {
-		f := newFixture(t, leaseq.Options{MaxPayload: limit})
+		f := newFixture(t, eng, leaseq.Options{MaxPayload: limit})
 		if limit == 0 {
 			limit = leaseq.MaxPayloadDefault
 		}
@@ -127,7 +135,7 @@ func TestPayloadLimits(t *testing.T) {
 		}
 	}
 
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, eng, leaseq.Options{})
 	every := make([]byte, 256)
 	for i := range every {
 		every[i] = byte(i)
@@ -158,8 +166,10 @@ func TestPayloadLimits(t *testing.T) {
 
 // TestExtremeNumbers: the largest Qty and MaxAttempts round-trip, and a
 // deadline far in the future caps nothing.
-func TestExtremeNumbers(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestExtremeNumbers(t *testing.T) { forEngines(t, testExtremeNumbers) }
+
+func testExtremeNumbers(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	far := time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC)
 	f.enqueue(leaseq.Job{ID: "big", Qty: math.MaxInt, MaxAttempts: math.MaxInt32, Deadline: far})
 	c := f.mustClaim("w", time.Hour)

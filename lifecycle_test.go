@@ -15,6 +15,10 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
+// TestPurgeInChunks counts the deletions of each commit with SQLite's hooks
+// and runs on SQLite only; every other test here runs on each engine
+// (forEngines in engine_test.go).
+
 // This file covers the calls that move a claimed job on — Extend, Release,
 // Fail — and the operator's Cancel, Requeue and Purge (rules 17–22 in
 // README's "The rules"), plus EnqueueTx.
@@ -99,9 +103,11 @@ func wantClaim(t *testing.T, c leaseq.Claim, id string, token int64, attempt int
 // 1000 ms, counted from now: the lease now ends at 1400, token and attempt
 // unchanged (rule 17). The old end means nothing any more; the new end is
 // exact like any lease end (rule 4).
-func TestExtendBoundary(t *testing.T) {
+func TestExtendBoundary(t *testing.T) { forEngines(t, testExtendBoundary) }
+
+func testExtendBoundary(t *testing.T, eng testEngine) {
 	setup := func(t *testing.T) (*fixture, leaseq.Claim) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		f.enqueue(leaseq.Job{ID: "a", Qty: 1})
 		c := f.mustClaim("A", time.Second)
 		e := f.at(400).extend(c, time.Second)
@@ -147,7 +153,9 @@ func TestExtendBoundary(t *testing.T) {
 // TestExtendCappedAtDeadline: the new lease end is min(now + lease,
 // deadline) (rule 17, as rule 5 for Claim). Deadline 1200: an extension
 // reaching past it stops at it, one ending 1 ms before it is not cut.
-func TestExtendCappedAtDeadline(t *testing.T) {
+func TestExtendCappedAtDeadline(t *testing.T) { forEngines(t, testExtendCappedAtDeadline) }
+
+func testExtendCappedAtDeadline(t *testing.T, eng testEngine) {
 	for _, tc := range []struct {
 		now   int64
 		lease time.Duration
@@ -161,7 +169,7 @@ func TestExtendCappedAtDeadline(t *testing.T) {
 		{500, time.Millisecond, 501},
 	} {
 		t.Run(fmt.Sprintf("at %d for %v", tc.now, tc.lease), func(t *testing.T) {
-			f := newFixture(t, leaseq.Options{})
+			f := newFixture(t, eng, leaseq.Options{})
 			f.enqueue(leaseq.Job{ID: "a", Deadline: ms(1200)})
 			c := f.at(tc.now).mustClaim("A", time.Millisecond)
 			e := f.extend(c, tc.lease)
@@ -176,7 +184,7 @@ func TestExtendCappedAtDeadline(t *testing.T) {
 		})
 	}
 	t.Run("finish 1 ms before the deadline, refused at it", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		f.enqueue(leaseq.Job{ID: "a", Deadline: ms(1200)})
 		f.enqueue(leaseq.Job{ID: "b", Deadline: ms(1200)})
 		ca := f.at(0).mustClaim("A", time.Second)
@@ -196,8 +204,10 @@ func TestExtendCappedAtDeadline(t *testing.T) {
 // TestExtendShortens: Extend counts from now, so a lease shorter than
 // what is left ends the lease earlier, and another worker gets the job at
 // the new end.
-func TestExtendShortens(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestExtendShortens(t *testing.T) { forEngines(t, testExtendShortens) }
+
+func testExtendShortens(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "a"})
 	c := f.mustClaim("A", 10*time.Second)
 	e := f.at(100).extend(c, time.Millisecond)
@@ -217,7 +227,9 @@ func TestExtendShortens(t *testing.T) {
 // under 1 ms for Extend and a negative delay for Release are ErrInvalid
 // with nothing written (Errors, Part 2) — checked with a live claim
 // that the call would otherwise have changed.
-func TestFencedCallsInvalid(t *testing.T) {
+func TestFencedCallsInvalid(t *testing.T) { forEngines(t, testFencedCallsInvalid) }
+
+func testFencedCallsInvalid(t *testing.T, eng testEngine) {
 	zeroClaims := []struct {
 		name  string
 		claim func(c leaseq.Claim) leaseq.Claim
@@ -228,7 +240,7 @@ func TestFencedCallsInvalid(t *testing.T) {
 		{"token 0", func(c leaseq.Claim) leaseq.Claim { c.Token = 0; return c }},
 		{"negative token", func(c leaseq.Claim) leaseq.Claim { c.Token = -1; return c }},
 	}
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, eng, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "a"})
 	c := f.mustClaim("A", time.Second)
 	before := f.snapshot()
@@ -266,7 +278,9 @@ func TestFencedCallsInvalid(t *testing.T) {
 // TestFencedCallsRefused: Finish, Extend, Release and Fail share one fence
 // (rules 3 and 17–19): each refuses — false, nil error, nothing in the
 // database changed — every claim that is not the job's current, live lease.
-func TestFencedCallsRefused(t *testing.T) {
+func TestFencedCallsRefused(t *testing.T) { forEngines(t, testFencedCallsRefused) }
+
+func testFencedCallsRefused(t *testing.T, eng testEngine) {
 	cases := []struct {
 		name string
 		// setup returns the queue to call and the claim to present; the
@@ -368,7 +382,7 @@ func TestFencedCallsRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, leaseq.Options{})
+			f := newFixture(t, eng, leaseq.Options{})
 			f.enqueue(leaseq.Job{ID: "a", Qty: 3, Payload: []byte("p")})
 			q, c := tc.setup(f)
 			f.refusedEverywhere(q, c, tc.name)
@@ -379,9 +393,11 @@ func TestFencedCallsRefused(t *testing.T) {
 // TestRelease: a Release whose fence matched puts the job back to pending,
 // claimable from now + delay, token kept and attempt counted, reason stored
 // (rule 18).
-func TestRelease(t *testing.T) {
+func TestRelease(t *testing.T) { forEngines(t, testRelease) }
+
+func testRelease(t *testing.T, eng testEngine) {
 	t.Run("at once", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		f.enqueue(leaseq.Job{ID: "a", Qty: 2, Priority: 7, Payload: []byte("p")})
 		c := f.mustClaim("A", time.Second)
 		f.at(300).release(c, 0, "receiver busy")
@@ -396,7 +412,7 @@ func TestRelease(t *testing.T) {
 		}
 	})
 	t.Run("with a delay", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		f.enqueue(leaseq.Job{ID: "a"})
 		c := f.mustClaim("A", time.Second)
 		f.at(300).release(c, 400*time.Millisecond, "retry later")
@@ -409,7 +425,7 @@ func TestRelease(t *testing.T) {
 		wantClaim(t, f.at(700).mustClaim("B", time.Second), "a", 2, 2, ms(1700))
 	})
 	t.Run("delay ending 1 ms before the deadline", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		f.enqueue(leaseq.Job{ID: "a", Deadline: ms(1000)})
 		c := f.mustClaim("A", time.Second)
 		f.at(300).release(c, 699*time.Millisecond, "retry later")
@@ -420,7 +436,7 @@ func TestRelease(t *testing.T) {
 		wantClaim(t, f.at(999).mustClaim("B", time.Second), "a", 2, 2, ms(1000))
 	})
 	t.Run("delay ending exactly at the deadline", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		f.enqueue(leaseq.Job{ID: "a", Deadline: ms(1000)})
 		c := f.mustClaim("A", time.Second)
 		f.at(300).release(c, 700*time.Millisecond, "retry later")
@@ -434,7 +450,7 @@ func TestRelease(t *testing.T) {
 		f.at(5000).nothingClaimable("quarantined")
 	})
 	t.Run("delay past the deadline", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		f.enqueue(leaseq.Job{ID: "a", Deadline: ms(1000)})
 		c := f.mustClaim("A", time.Second)
 		f.at(300).release(c, time.Hour, "retry much later")
@@ -443,7 +459,7 @@ func TestRelease(t *testing.T) {
 		}
 	})
 	t.Run("attempts used up", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		f.enqueue(leaseq.Job{ID: "a", MaxAttempts: 2})
 		f.release(f.mustClaim("A", time.Second), 0, "first try failed")
 		c := f.at(10).mustClaim("A", time.Second)
@@ -459,7 +475,7 @@ func TestRelease(t *testing.T) {
 		wantClaim(t, f.mustClaim("B", time.Second), "a", 3, 1, ms(1020))
 	})
 	t.Run("attempts used up wins over a delay", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		f.enqueue(leaseq.Job{ID: "a", MaxAttempts: 1})
 		f.release(f.mustClaim("A", time.Second), time.Minute, "try in a minute")
 		if s := f.get("a"); s.Status != leaseq.StatusQuarantined || !strings.Contains(s.Reason, "try in a minute") {
@@ -471,8 +487,10 @@ func TestRelease(t *testing.T) {
 // TestFail: a Fail whose fence matched quarantines the job at once with
 // the reason given (rule 19); only Requeue brings it back, and the next
 // claim gets the next token.
-func TestFail(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestFail(t *testing.T) { forEngines(t, testFail) }
+
+func testFail(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "a", Qty: 4, MaxAttempts: 5})
 	c := f.mustClaim("A", time.Second)
 	f.at(200).fail(c, "malformed order")
@@ -489,9 +507,11 @@ func TestFail(t *testing.T) {
 // TestCancel: Cancel quarantines a pending or leased job (rule 20); a
 // holder's later fenced calls are refused; done, quarantined and unknown
 // jobs are errors that change nothing; Requeue undoes it.
-func TestCancel(t *testing.T) {
+func TestCancel(t *testing.T) { forEngines(t, testCancel) }
+
+func testCancel(t *testing.T, eng testEngine) {
 	t.Run("pending", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		f.enqueue(leaseq.Job{ID: "a", RunAt: ms(500), Priority: 3})
 		f.at(100).cancel("a", "order withdrawn")
 		f.wantRow(leaseq.State{ID: "a", Status: leaseq.StatusQuarantined, RunAt: ms(500), Priority: 3, MaxAttempts: 3,
@@ -503,7 +523,7 @@ func TestCancel(t *testing.T) {
 		wantClaim(t, f.mustClaim("B", time.Second), "a", 1, 1, ms(1600))
 	})
 	t.Run("leased", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		f.enqueue(leaseq.Job{ID: "a"})
 		c := f.mustClaim("A", time.Second)
 		f.at(100).cancel("a", "order withdrawn")
@@ -533,7 +553,7 @@ func TestCancel(t *testing.T) {
 		}, "b", leaseq.ErrNotFound},
 	} {
 		t.Run("refuses "+tc.name, func(t *testing.T) {
-			f := newFixture(t, leaseq.Options{})
+			f := newFixture(t, eng, leaseq.Options{})
 			f.enqueue(leaseq.Job{ID: "a"})
 			tc.prepare(f)
 			f.at(50)
@@ -549,8 +569,10 @@ func TestCancel(t *testing.T) {
 // TestPurgeInstant: Purge deletes the jobs whose last change is strictly
 // before its instant (rule 21). a finished at 99, b at 100: Purge(99)
 // deletes nothing, Purge(100) only a, Purge(101) b.
-func TestPurgeInstant(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestPurgeInstant(t *testing.T) { forEngines(t, testPurgeInstant) }
+
+func testPurgeInstant(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "a"})
 	f.enqueue(leaseq.Job{ID: "b"})
 	ca := f.mustClaim("A", 10*time.Second)
@@ -578,8 +600,10 @@ func TestPurgeInstant(t *testing.T) {
 // TestPurgeStatuses: only the statuses given are purged, done when none is
 // given; pending and leased jobs never are, and asking for them (or for
 // anything else) is ErrInvalid with nothing deleted.
-func TestPurgeStatuses(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestPurgeStatuses(t *testing.T) { forEngines(t, testPurgeStatuses) }
+
+func testPurgeStatuses(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "done"})
 	f.enqueue(leaseq.Job{ID: "failed"})
 	f.enqueue(leaseq.Job{ID: "leased"})
@@ -636,7 +660,7 @@ func TestPurgeStatuses(t *testing.T) {
 	}
 
 	t.Run("both at once", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		f.enqueue(leaseq.Job{ID: "d"})
 		f.enqueue(leaseq.Job{ID: "q"})
 		f.finish(f.mustClaim("A", time.Hour))
@@ -653,7 +677,7 @@ func TestPurgeStatuses(t *testing.T) {
 // never held for the whole purge (rule 21). The commit and pre-update hooks
 // sit on the database's only connection.
 func TestPurgeInChunks(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, sqliteEngine, leaseq.Options{})
 	f.db.SetMaxOpenConns(1) // the queue pins nothing, so the hooks see every write
 	const n = 1200
 	jobs := make([]leaseq.Job, n)
@@ -723,8 +747,10 @@ func setHooks(t *testing.T, db *sql.DB, update sqlite.PreUpdateHookFn, commit sq
 // job's tokens, with its attempts from 0, so no claim from before the purge
 // can finish, extend, release or fail the new job — not even one of the same
 // owner (rule 21).
-func TestPurgeKeepsTokens(t *testing.T) {
-	f := newFixture(t, leaseq.Options{MaxAttempts: 5})
+func TestPurgeKeepsTokens(t *testing.T) { forEngines(t, testPurgeKeepsTokens) }
+
+func testPurgeKeepsTokens(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{MaxAttempts: 5})
 	f.enqueue(leaseq.Job{ID: "a", Qty: 1})
 	old := []leaseq.Claim{f.mustClaim("A", time.Second)}
 	old = append(old, f.at(1000).mustClaim("A", time.Second))
@@ -776,8 +802,10 @@ func TestPurgeKeepsTokens(t *testing.T) {
 
 // TestPurgeNeverClaimed: a job purged before it was ever claimed (token 0)
 // leaves no token to continue; enqueued again, its first claim gets token 1.
-func TestPurgeNeverClaimed(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestPurgeNeverClaimed(t *testing.T) { forEngines(t, testPurgeNeverClaimed) }
+
+func testPurgeNeverClaimed(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "a"})
 	f.cancel("a", "never wanted")
 	if n := f.at(1).purge(ms(1), leaseq.StatusQuarantined); n != 1 {
@@ -791,7 +819,9 @@ func TestPurgeNeverClaimed(t *testing.T) {
 // TestReasons: a reason is stored cleaned, never refused (rule 22): cut to
 // at most 1 KiB at a UTF-8 boundary, invalid UTF-8 as U+FFFD, NUL bytes
 // dropped — whether it comes with Release, Fail or Cancel.
-func TestReasons(t *testing.T) {
+func TestReasons(t *testing.T) { forEngines(t, testReasons) }
+
+func testReasons(t *testing.T, eng testEngine) {
 	euro, grin := "€", "😀" // 3 and 4 bytes
 	cases := []struct {
 		name, give, want string
@@ -830,7 +860,7 @@ func TestReasons(t *testing.T) {
 	for _, w := range ways {
 		for _, tc := range cases {
 			t.Run(w.name+"/"+tc.name, func(t *testing.T) {
-				f := newFixture(t, leaseq.Options{})
+				f := newFixture(t, eng, leaseq.Options{})
 				f.enqueue(leaseq.Job{ID: "a"})
 				w.apply(f, tc.give)
 				if got := f.get("a").Reason; got != tc.want {
@@ -843,7 +873,7 @@ func TestReasons(t *testing.T) {
 	t.Run("Release of the last attempt", func(t *testing.T) {
 		// The reason that says why is added to the caller's; the whole is
 		// still cleaned and cut.
-		f := newFixture(t, leaseq.Options{MaxAttempts: 1})
+		f := newFixture(t, eng, leaseq.Options{MaxAttempts: 1})
 		f.enqueue(leaseq.Job{ID: "a"})
 		f.release(f.mustClaim("A", time.Second), 0, "x\x00\xff"+strings.Repeat(euro, 400))
 		got := f.get("a")
@@ -860,9 +890,11 @@ func TestReasons(t *testing.T) {
 // jobs written, even if the caller commits, and the caller's transaction
 // usable (Errors, Part 2). db.BeginTx on a database from Open is BEGIN
 // IMMEDIATE.
-func TestEnqueueTx(t *testing.T) {
+func TestEnqueueTx(t *testing.T) { forEngines(t, testEnqueueTx) }
+
+func testEnqueueTx(t *testing.T, eng testEngine) {
 	setup := func(t *testing.T) *fixture {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		if _, err := f.db.Exec("CREATE TABLE orders (id TEXT PRIMARY KEY)"); err != nil {
 			t.Fatal(err)
 		}
@@ -881,7 +913,7 @@ func TestEnqueueTx(t *testing.T) {
 		return tx
 	}
 	order := func(f *fixture, tx *sql.Tx, id string) {
-		if _, err := tx.ExecContext(f.ctx, "INSERT INTO orders VALUES (?)", id); err != nil {
+		if _, err := tx.ExecContext(f.ctx, f.e.rebind("INSERT INTO orders VALUES (?1)"), id); err != nil {
 			f.t.Fatal(err)
 		}
 	}

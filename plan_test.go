@@ -13,6 +13,8 @@ import (
 	"time"
 )
 
+// SQLite only: EXPLAIN QUERY PLAN and the statements' SQL are SQLite's.
+
 // The statements of every call and the indexes their plans must use. A
 // call's cost stays flat with the size of the queue only while no plan
 // visits the table's rows one by one: a plain SCAN of leaseq_jobs would read

@@ -22,6 +22,12 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
+// TestProcessEndToEnd and the TestProcess* tests after it run on each engine
+// (forEngines in engine_test.go). TestTwoProcessesOneWinner (with its child,
+// TestChildProcessClaim), TestSendRunsWithoutLock and
+// TestPlainDSNGoroutinesDrain run on SQLite only: they open the file from
+// other processes and pools with DSNs of their own, and test its locks.
+
 // procWait bounds every wait of these tests on another goroutine or process,
 // so that a lock held by mistake fails the test with a message instead of
 // hanging it. It is never waited out on success.
@@ -209,7 +215,7 @@ func (k *procChild) stop(t *testing.T) {
 // children's clock never moves), so each round's new job is the only one
 // claimable.
 func TestTwoProcessesOneWinner(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, sqliteEngine, leaseq.Options{})
 	kids := []*procChild{startProcChild(t, f.path, "P1", t0), startProcChild(t, f.path, "P2", t0)}
 	for _, k := range kids {
 		if r := k.next(t, "ready"); r.Err != "" {
@@ -261,7 +267,7 @@ func TestTwoProcessesOneWinner(t *testing.T) {
 // write lock itself, enqueues, and claims and finishes through its own
 // queue — all from inside send.
 func TestSendRunsWithoutLock(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, sqliteEngine, leaseq.Options{})
 	other, err := sql.Open("sqlite", "file:"+f.path+"?_pragma=busy_timeout(50)")
 	if err != nil {
 		t.Fatal(err)
@@ -342,7 +348,7 @@ func TestSendRunsWithoutLock(t *testing.T) {
 // exactly once, and every row ends done.
 func TestPlainDSNGoroutinesDrain(t *testing.T) {
 	const workers, jobs = 8, 300
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, sqliteEngine, leaseq.Options{})
 	for i := range jobs {
 		f.enqueue(leaseq.Job{ID: fmt.Sprintf("job-%03d", i), Qty: i})
 	}
@@ -516,17 +522,15 @@ func (r *procReceiver) state() ([]procDelivery, int) {
 // The lease is an hour on the queue's clock so that the real-time deadline
 // of A's send context (the time left on its lease) never ends during the
 // test; the manual clock is what moves A's lease past its end.
-func TestProcessEndToEnd(t *testing.T) {
+func TestProcessEndToEnd(t *testing.T) { forEngines(t, testProcessEndToEnd) }
+
+func testProcessEndToEnd(t *testing.T, eng testEngine) {
 	const lease = time.Hour
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, eng, leaseq.Options{})
 	recv := newProcReceiver(t)
 	f.enqueue(leaseq.Job{ID: "order-1", Qty: 7})
 
-	dbB, err := leaseq.Open(f.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dbB.Close()
+	dbB := eng.open(t, f.path)
 	qB, err := leaseq.New(f.ctx, dbB, leaseq.Options{Clock: f.clock})
 	if err != nil {
 		t.Fatal(err)
@@ -611,8 +615,10 @@ func TestProcessEndToEnd(t *testing.T) {
 // TestProcessSendError: a failed send is returned wrapped, the job is not
 // finished, and it stays leased with the same token until the lease ends —
 // then another worker claims it with the next token.
-func TestProcessSendError(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestProcessSendError(t *testing.T) { forEngines(t, testProcessSendError) }
+
+func testProcessSendError(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "j", Qty: 3})
 	errDown := errors.New("receiver down")
 	res, err := f.q.Process(f.ctx, "A", time.Second, func(context.Context, leaseq.Claim) error { return errDown })
@@ -644,8 +650,10 @@ func TestProcessSendError(t *testing.T) {
 // TestProcessNothingClaimable: with no claimable job — an empty queue, or
 // only a live lease — Process returns Result{} and a nil error without
 // calling send, and changes nothing.
-func TestProcessNothingClaimable(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestProcessNothingClaimable(t *testing.T) { forEngines(t, testProcessNothingClaimable) }
+
+func testProcessNothingClaimable(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	send := func(_ context.Context, c leaseq.Claim) error {
 		t.Errorf("send called with %+v, want no call", c)
 		return nil
@@ -669,7 +677,9 @@ func TestProcessNothingClaimable(t *testing.T) {
 // TestProcessSendContextDeadline: send's context ends when the lease does —
 // the time left on the queue's clock, counted from now on the system clock —
 // including a lease cut short by the job's deadline (rule 5).
-func TestProcessSendContextDeadline(t *testing.T) {
+func TestProcessSendContextDeadline(t *testing.T) { forEngines(t, testProcessSendContextDeadline) }
+
+func testProcessSendContextDeadline(t *testing.T, eng testEngine) {
 	for _, tc := range []struct {
 		name     string
 		deadline time.Time     // the job's
@@ -679,7 +689,7 @@ func TestProcessSendContextDeadline(t *testing.T) {
 		{"lease capped by deadline", t0.Add(10 * time.Minute), 10 * time.Minute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, leaseq.Options{})
+			f := newFixture(t, eng, leaseq.Options{})
 			f.enqueue(leaseq.Job{ID: "j", Deadline: tc.deadline})
 			before := time.Now()
 			var (
@@ -721,11 +731,13 @@ func TestProcessSendContextDeadline(t *testing.T) {
 // returned nil, but the caller's context ended meanwhile (a SIGTERM, or the
 // caller's own deadline). Process still records the job done, on a context
 // of its own, instead of leaving it leased until its lease runs out.
-func TestProcessRecordsDelivery(t *testing.T) {
+func TestProcessRecordsDelivery(t *testing.T) { forEngines(t, testProcessRecordsDelivery) }
+
+func testProcessRecordsDelivery(t *testing.T, eng testEngine) {
 	for _, noGroup := range []bool{false, true} {
 		for _, end := range []string{"cancelled", "deadline"} {
 			t.Run(fmt.Sprintf("DisableGroupCommit=%v/%s", noGroup, end), func(t *testing.T) {
-				f := newFixture(t, leaseq.Options{DisableGroupCommit: noGroup})
+				f := newFixture(t, eng, leaseq.Options{DisableGroupCommit: noGroup})
 				f.enqueue(leaseq.Job{ID: "order-1", Qty: 2})
 				var ctx context.Context
 				ctx, cancel := context.WithCancel(f.ctx)

@@ -16,27 +16,33 @@ import (
 	"modernc.org/sqlite"
 )
 
-func TestEnqueue(t *testing.T) {
+// TestOpen and TestOpenPathWithURICharacters test Open, SQLite's way in, and
+// run on SQLite only, as do the subtests marked onlySQLite; every other test
+// here runs on each engine (forEngines in engine_test.go).
+
+func TestEnqueue(t *testing.T) { forEngines(t, testEnqueue) }
+
+func testEnqueue(t *testing.T, eng testEngine) {
 	t.Run("stores the job pending with token 0", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		f.enqueue(leaseq.Job{ID: "order-7", Qty: 3, Payload: []byte("x\x00y"), Deadline: ms(5000), MaxAttempts: 5})
 		f.wantRow(leaseq.State{ID: "order-7", Qty: 3, Payload: []byte("x\x00y"), Status: leaseq.StatusPending,
 			MaxAttempts: 5, Deadline: ms(5000)})
 	})
 	t.Run("zero MaxAttempts takes the queue default", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{MaxAttempts: 7})
+		f := newFixture(t, eng, leaseq.Options{MaxAttempts: 7})
 		f.enqueue(leaseq.Job{ID: "a"})
 		if got := f.get("a").MaxAttempts; got != 7 {
 			t.Fatalf("MaxAttempts: got %d, want the queue's 7", got)
 		}
-		g := newFixture(t, leaseq.Options{})
+		g := newFixture(t, eng, leaseq.Options{})
 		g.enqueue(leaseq.Job{ID: "a"})
 		if got := g.get("a").MaxAttempts; got != leaseq.MaxAttemptsDefault {
 			t.Fatalf("MaxAttempts: got %d, want MaxAttemptsDefault %d", got, leaseq.MaxAttemptsDefault)
 		}
 	})
 	t.Run("payload at the limit is accepted", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{MaxPayload: 16})
+		f := newFixture(t, eng, leaseq.Options{MaxPayload: 16})
 		f.enqueue(leaseq.Job{ID: "a", Payload: make([]byte, 16)})
 		if got := len(f.get("a").Payload); got != 16 {
 			t.Fatalf("payload length: got %d, want 16", got)
@@ -45,7 +51,9 @@ func TestEnqueue(t *testing.T) {
 }
 
 // TestEnqueueInvalid covers the first row of the error table in README's "The rules".
-func TestEnqueueInvalid(t *testing.T) {
+func TestEnqueueInvalid(t *testing.T) { forEngines(t, testEnqueueInvalid) }
+
+func testEnqueueInvalid(t *testing.T, eng testEngine) {
 	long := strings.Repeat("x", leaseq.MaxIDLen+1)
 	cases := []struct {
 		name string
@@ -65,7 +73,7 @@ func TestEnqueueInvalid(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, leaseq.Options{MaxPayload: 16})
+			f := newFixture(t, eng, leaseq.Options{MaxPayload: 16})
 			f.enqueue(leaseq.Job{ID: "existing", Qty: 1})
 			f.at(1000)
 			before := f.snapshot()
@@ -80,7 +88,9 @@ func TestEnqueueInvalid(t *testing.T) {
 
 // TestEnqueueDuplicate: an ID already in the queue is refused whatever its
 // state, and the stored row is left as it was.
-func TestEnqueueDuplicate(t *testing.T) {
+func TestEnqueueDuplicate(t *testing.T) { forEngines(t, testEnqueueDuplicate) }
+
+func testEnqueueDuplicate(t *testing.T, eng testEngine) {
 	states := map[leaseq.Status]func(f *fixture){
 		leaseq.StatusPending: func(f *fixture) {},
 		leaseq.StatusLeased:  func(f *fixture) { f.mustClaim("A", time.Second) },
@@ -93,7 +103,7 @@ func TestEnqueueDuplicate(t *testing.T) {
 	}
 	for status, prepare := range states {
 		t.Run(string(status), func(t *testing.T) {
-			f := newFixture(t, leaseq.Options{})
+			f := newFixture(t, eng, leaseq.Options{})
 			f.enqueue(leaseq.Job{ID: "order-7", Qty: 3, MaxAttempts: 1})
 			prepare(f)
 			if got := f.get("order-7").Status; got != status {
@@ -110,7 +120,9 @@ func TestEnqueueDuplicate(t *testing.T) {
 }
 
 // TestClaimInvalid covers Claim's row of the error table in README's "The rules".
-func TestClaimInvalid(t *testing.T) {
+func TestClaimInvalid(t *testing.T) { forEngines(t, testClaimInvalid) }
+
+func testClaimInvalid(t *testing.T, eng testEngine) {
 	cases := []struct {
 		name  string
 		owner string
@@ -125,7 +137,7 @@ func TestClaimInvalid(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, leaseq.Options{})
+			f := newFixture(t, eng, leaseq.Options{})
 			f.enqueue(leaseq.Job{ID: "a"})
 			before := f.snapshot()
 			c, ok, err := f.q.Claim(f.ctx, tc.owner, tc.lease)
@@ -139,7 +151,9 @@ func TestClaimInvalid(t *testing.T) {
 
 // TestFinishInvalid covers Finish's ErrInvalid row: a Claim no Claim call
 // could have returned.
-func TestFinishInvalid(t *testing.T) {
+func TestFinishInvalid(t *testing.T) { forEngines(t, testFinishInvalid) }
+
+func testFinishInvalid(t *testing.T, eng testEngine) {
 	cases := []struct {
 		name  string
 		claim func(c leaseq.Claim) leaseq.Claim
@@ -152,7 +166,7 @@ func TestFinishInvalid(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, leaseq.Options{})
+			f := newFixture(t, eng, leaseq.Options{})
 			f.enqueue(leaseq.Job{ID: "a"})
 			c := f.mustClaim("A", time.Second)
 			before := f.snapshot()
@@ -167,7 +181,9 @@ func TestFinishInvalid(t *testing.T) {
 
 // TestFinishRefused covers the refusals of rule 3: false, nil error,
 // row untouched.
-func TestFinishRefused(t *testing.T) {
+func TestFinishRefused(t *testing.T) { forEngines(t, testFinishRefused) }
+
+func testFinishRefused(t *testing.T, eng testEngine) {
 	cases := []struct {
 		name string
 		// setup returns the claim to finish; the fixture clock is at the
@@ -215,10 +231,10 @@ func TestFinishRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, leaseq.Options{})
+			f := newFixture(t, eng, leaseq.Options{})
 			f.enqueue(leaseq.Job{ID: "order-7", Qty: 3, Deadline: ms(500)})
 			if tc.name != "deadline passed" {
-				f = newFixture(t, leaseq.Options{})
+				f = newFixture(t, eng, leaseq.Options{})
 				f.enqueue(leaseq.Job{ID: "order-7", Qty: 3})
 			}
 			c := tc.setup(f)
@@ -232,16 +248,20 @@ func TestFinishRefused(t *testing.T) {
 	}
 }
 
-func TestGetNotFound(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestGetNotFound(t *testing.T) { forEngines(t, testGetNotFound) }
+
+func testGetNotFound(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	_, err := f.q.Get(f.ctx, "order-7")
 	if !errors.Is(err, leaseq.ErrNotFound) || !strings.Contains(err.Error(), "order-7") {
 		t.Fatalf("Get of an unknown ID: got %v, want ErrNotFound naming it", err)
 	}
 }
 
-func TestClaimEmptyQueue(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestClaimEmptyQueue(t *testing.T) { forEngines(t, testClaimEmptyQueue) }
+
+func testClaimEmptyQueue(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	if c, ok := f.claim("A", time.Second); ok {
 		t.Fatalf("Claim on an empty queue: got %+v, want nothing", c)
 	}
@@ -250,8 +270,10 @@ func TestClaimEmptyQueue(t *testing.T) {
 // TestClaimOrder: among jobs of one priority, the one due earliest is
 // claimed first, then the one enqueued first; an expired lease is due from
 // its lease end.
-func TestClaimOrder(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestClaimOrder(t *testing.T) { forEngines(t, testClaimOrder) }
+
+func testClaimOrder(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	for _, id := range []string{"j1", "j2", "j3"} {
 		f.enqueue(leaseq.Job{ID: id})
 	}
@@ -276,8 +298,10 @@ func TestClaimOrder(t *testing.T) {
 // TestLiveLeaseNotHandedOver is rule 2: however often Claim is called
 // while the lease is live, by whoever, the job is not returned and its token
 // does not move.
-func TestLiveLeaseNotHandedOver(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestLiveLeaseNotHandedOver(t *testing.T) { forEngines(t, testLiveLeaseNotHandedOver) }
+
+func testLiveLeaseNotHandedOver(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "order-7", Qty: 3})
 	a := f.mustClaim("A", time.Second)
 	for i := 0; i < 200; i++ {
@@ -298,8 +322,10 @@ func TestLiveLeaseNotHandedOver(t *testing.T) {
 
 // TestRestartedWorkerSameName: a restarted worker has the same owner name;
 // only the token tells its two runs apart.
-func TestRestartedWorkerSameName(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestRestartedWorkerSameName(t *testing.T) { forEngines(t, testRestartedWorkerSameName) }
+
+func testRestartedWorkerSameName(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "order-7", Qty: 3})
 	old := f.mustClaim("A", time.Second)
 	restarted := f.at(1000).mustClaim("A", time.Second)
@@ -318,8 +344,10 @@ func TestRestartedWorkerSameName(t *testing.T) {
 
 // TestTokensNeverReused: tokens and attempts rise by one per claim, through
 // expiries, across owners.
-func TestTokensNeverReused(t *testing.T) {
-	f := newFixture(t, leaseq.Options{MaxAttempts: 10})
+func TestTokensNeverReused(t *testing.T) { forEngines(t, testTokensNeverReused) }
+
+func testTokensNeverReused(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{MaxAttempts: 10})
 	f.enqueue(leaseq.Job{ID: "a"})
 	for i := int64(1); i <= 10; i++ {
 		c := f.at((i-1)*100).mustClaim(fmt.Sprint("w", i%3), 100*time.Millisecond)
@@ -330,9 +358,11 @@ func TestTokensNeverReused(t *testing.T) {
 }
 
 // TestQuarantine is rule 6.
-func TestQuarantine(t *testing.T) {
+func TestQuarantine(t *testing.T) { forEngines(t, testQuarantine) }
+
+func testQuarantine(t *testing.T, eng testEngine) {
 	t.Run("attempts used up and lease expired", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		f.enqueue(leaseq.Job{ID: "a", Qty: 1, MaxAttempts: 2})
 		f.mustClaim("A", time.Second)               // a, attempt 1
 		f.at(1000).mustClaim("B", time.Second)      // a, attempt 2
@@ -360,7 +390,7 @@ func TestQuarantine(t *testing.T) {
 		}
 	})
 	t.Run("attempts used up but lease live", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		f.enqueue(leaseq.Job{ID: "a", MaxAttempts: 1})
 		c := f.mustClaim("A", time.Second)
 		f.at(999).claim("B", time.Second)
@@ -372,7 +402,7 @@ func TestQuarantine(t *testing.T) {
 		}
 	})
 	t.Run("pending job whose deadline passed", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		f.enqueue(leaseq.Job{ID: "a", Qty: 1, Deadline: ms(500)})
 		if c, ok := f.at(500).claim("A", time.Second); ok {
 			t.Fatalf("claim at the deadline: got %+v, want nothing", c)
@@ -381,7 +411,7 @@ func TestQuarantine(t *testing.T) {
 			Reason: "deadline passed at 1767225600500 (unix ms), 0 of 3 attempts used"})
 	})
 	t.Run("leased job whose deadline passed", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		f.enqueue(leaseq.Job{ID: "a", Qty: 1, Deadline: ms(500)})
 		f.mustClaim("A", time.Second)
 		if c, ok := f.at(500).claim("B", time.Second); ok {
@@ -393,7 +423,7 @@ func TestQuarantine(t *testing.T) {
 		}
 	})
 	t.Run("a deadline just ahead is not quarantined", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		f.enqueue(leaseq.Job{ID: "a", Deadline: ms(500)})
 		c := f.at(499).mustClaim("A", time.Second)
 		if !c.LeaseUntil.Equal(ms(500)) {
@@ -404,8 +434,10 @@ func TestQuarantine(t *testing.T) {
 
 // TestTimeTruncatedToMillisecond is rule 8: instants are truncated to
 // the millisecond before they are compared or stored.
-func TestTimeTruncatedToMillisecond(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestTimeTruncatedToMillisecond(t *testing.T) { forEngines(t, testTimeTruncatedToMillisecond) }
+
+func testTimeTruncatedToMillisecond(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	f.clock.Set(ms(10).Add(900 * time.Microsecond)) // 10.9ms reads as 10ms
 	f.enqueue(leaseq.Job{ID: "a", Deadline: ms(5000).Add(999 * time.Microsecond)})
 	c := f.mustClaim("A", time.Second+900*time.Microsecond) // 1000.9ms of lease is 1000ms
@@ -417,7 +449,7 @@ func TestTimeTruncatedToMillisecond(t *testing.T) {
 	if f.finish(c) {
 		t.Fatalf("Finish at 1010.5ms (reads as 1010ms, the lease end): accepted, want refused; rows:\n%s", f.dump())
 	}
-	g := newFixture(t, leaseq.Options{})
+	g := newFixture(t, eng, leaseq.Options{})
 	g.enqueue(leaseq.Job{ID: "a"})
 	d := g.mustClaim("A", time.Second)
 	g.clock.Set(ms(1000).Add(-time.Microsecond)) // 999.999ms reads as 999ms
@@ -427,7 +459,9 @@ func TestTimeTruncatedToMillisecond(t *testing.T) {
 }
 
 // TestPayloadByteForByte: payloads come back exactly as they went in.
-func TestPayloadByteForByte(t *testing.T) {
+func TestPayloadByteForByte(t *testing.T) { forEngines(t, testPayloadByteForByte) }
+
+func testPayloadByteForByte(t *testing.T, eng testEngine) {
 	payloads := map[string][]byte{
 		"nul bytes": {0, 0, 1, 0},
 		"not utf-8": {0xff, 0xfe, 0x00, 0xc3},
@@ -436,7 +470,7 @@ func TestPayloadByteForByte(t *testing.T) {
 		"unicode":   []byte("заказ 注文 🍫"),
 		"all bytes": allBytes(),
 	}
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, eng, leaseq.Options{})
 	for name, p := range payloads {
 		f.enqueue(leaseq.Job{ID: name, Payload: p})
 	}
@@ -461,9 +495,11 @@ func allBytes() []byte {
 
 // TestContextCancelled: a context that ends before or during an operation
 // makes it return the context's error with nothing written.
-func TestContextCancelled(t *testing.T) {
+func TestContextCancelled(t *testing.T) { forEngines(t, testContextCancelled) }
+
+func testContextCancelled(t *testing.T, eng testEngine) {
 	t.Run("before", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		f.enqueue(leaseq.Job{ID: "a"})
 		c := f.mustClaim("A", time.Second)
 		f.enqueue(leaseq.Job{ID: "b"})
@@ -482,7 +518,8 @@ func TestContextCancelled(t *testing.T) {
 		f.unchanged(before, "calls with a cancelled context")
 	})
 	t.Run("while waiting for the lock", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		onlySQLite(t, eng, "another connection holds SQLite's write lock")
+		f := newFixture(t, eng, leaseq.Options{})
 		f.enqueue(leaseq.Job{ID: "a"})
 		before := f.snapshot()
 		holdWriteLock(t, f.path)
@@ -494,11 +531,12 @@ func TestContextCancelled(t *testing.T) {
 		f.unchanged(before, "Claim that timed out waiting")
 	})
 	t.Run("during the transaction", func(t *testing.T) {
+		onlySQLite(t, eng, "the cancel comes from SQLite's pre-update hook")
 		// One pooled connection, so the hook below is on the connection the
 		// claim transaction runs on. The hook cancels the context while the
 		// quarantine UPDATE is writing a row: that row's change must be
 		// rolled back with the rest.
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		f.db.SetMaxOpenConns(1)
 		f.enqueue(leaseq.Job{ID: "spent", MaxAttempts: 1})
 		f.mustClaim("A", time.Second)
@@ -565,7 +603,7 @@ func setPreUpdateHook(t *testing.T, db *sql.DB, fn sqlite.PreUpdateHookFn) {
 
 // TestOpen is rule 9: every pooled connection gets the settings.
 func TestOpen(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, sqliteEngine, leaseq.Options{})
 	var conns []*sql.Conn
 	for i := 0; i < 3; i++ { // three at once, so three distinct connections
 		c, err := f.db.Conn(f.ctx)
@@ -607,10 +645,13 @@ func TestOpenPathWithURICharacters(t *testing.T) {
 	}
 }
 
-func TestNew(t *testing.T) {
+func TestNew(t *testing.T) { forEngines(t, testNew) }
+
+func testNew(t *testing.T, eng testEngine) {
 	ctx := context.Background()
 	t.Run("idempotent and keeps the jobs", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		onlySQLite(t, eng, "reads SQLite's user_version")
+		f := newFixture(t, eng, leaseq.Options{})
 		f.enqueue(leaseq.Job{ID: "a"})
 		q2, err := leaseq.New(ctx, f.db, leaseq.Options{Clock: f.clock})
 		if err != nil {
@@ -626,6 +667,7 @@ func TestNew(t *testing.T) {
 		}
 	})
 	t.Run("many callers at once on a fresh file", func(t *testing.T) {
+		onlySQLite(t, eng, "eight pools on one new file")
 		path := filepath.Join(t.TempDir(), "q.db")
 		var wg sync.WaitGroup
 		errs := make(chan error, 8)
@@ -655,6 +697,7 @@ func TestNew(t *testing.T) {
 		}
 	})
 	t.Run("refuses WAL", func(t *testing.T) {
+		onlySQLite(t, eng, "SQLite's journal mode")
 		path := filepath.Join(t.TempDir(), "q.db")
 		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
 		if err != nil {
@@ -667,7 +710,8 @@ func TestNew(t *testing.T) {
 		}
 	})
 	t.Run("refuses a newer schema", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		onlySQLite(t, eng, "sets SQLite's user_version")
+		f := newFixture(t, eng, leaseq.Options{})
 		if _, err := f.db.Exec("PRAGMA user_version = 99"); err != nil {
 			t.Fatal(err)
 		}
@@ -677,7 +721,7 @@ func TestNew(t *testing.T) {
 		}
 	})
 	t.Run("refuses bad options", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		for _, o := range []leaseq.Options{{MaxAttempts: -1}, {MaxPayload: -1},
 			{MaxPayload: leaseq.MaxPayloadLimit + 1}, {Name: "a\x00"}, {Name: strings.Repeat("n", leaseq.MaxIDLen+1)}} {
 			if _, err := leaseq.New(ctx, f.db, o); !errors.Is(err, leaseq.ErrInvalid) {
@@ -713,9 +757,11 @@ func TestManualClock(t *testing.T) {
 
 // TestRequeue: a quarantined job leaves quarantine only when requeued, with
 // its attempts reset and its token kept.
-func TestRequeue(t *testing.T) {
+func TestRequeue(t *testing.T) { forEngines(t, testRequeue) }
+
+func testRequeue(t *testing.T, eng testEngine) {
 	t.Run("quarantined job is claimable again with the next token", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		f.enqueue(leaseq.Job{ID: "a", Qty: 2, MaxAttempts: 1})
 		f.mustClaim("A", time.Second)
 		f.at(1000).claim("B", time.Second) // quarantines a
@@ -739,7 +785,7 @@ func TestRequeue(t *testing.T) {
 		{"deadline passed", func(f *fixture) { f.at(5000).claim("A", time.Second) }, leaseq.ErrInvalid},
 	} {
 		t.Run("refuses "+tc.name, func(t *testing.T) {
-			f := newFixture(t, leaseq.Options{})
+			f := newFixture(t, eng, leaseq.Options{})
 			f.enqueue(leaseq.Job{ID: "a", Deadline: ms(5000)})
 			tc.prepare(f)
 			before := f.snapshot()
@@ -750,7 +796,7 @@ func TestRequeue(t *testing.T) {
 		})
 	}
 	t.Run("unknown ID", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		if err := f.q.Requeue(f.ctx, "nope"); !errors.Is(err, leaseq.ErrNotFound) {
 			t.Fatalf("Requeue of an unknown ID: got %v, want ErrNotFound", err)
 		}

@@ -16,6 +16,11 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
+// TestIdleClaimTakesNoWriteLock and TestIdleAfterRolledBackClaim hold
+// SQLite's write lock, or a reader, from another connection and run on
+// SQLite only; every other test here runs on each engine (forEngines in
+// engine_test.go).
+
 // This file covers which job a Claim takes and when: named queues, delayed
 // jobs, priorities and the idle Claim (rules 14–16 and 23 in README's "The
 // rules"), and what Stats and List report about it.
@@ -61,8 +66,10 @@ func stats(t *testing.T, q *leaseq.Queue) leaseq.Stats {
 // TestNamedQueuesIndependent: two queues on one database each see, claim,
 // count, list, cancel and purge only their own jobs, and the same ID may be
 // in both (rule 14).
-func TestNamedQueuesIndependent(t *testing.T) {
-	f := newFixture(t, leaseq.Options{Name: "alpha"})
+func TestNamedQueuesIndependent(t *testing.T) { forEngines(t, testNamedQueuesIndependent) }
+
+func testNamedQueuesIndependent(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{Name: "alpha"})
 	beta := f.queue("beta")
 	if f.q.Name() != "alpha" || beta.Name() != "beta" {
 		t.Fatalf("names %q and %q, want alpha and beta", f.q.Name(), beta.Name())
@@ -142,8 +149,10 @@ func TestNamedQueuesIndependent(t *testing.T) {
 
 // TestDefaultQueueName: Name "" is the queue "default", the same queue as
 // one named so explicitly.
-func TestDefaultQueueName(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestDefaultQueueName(t *testing.T) { forEngines(t, testDefaultQueueName) }
+
+func testDefaultQueueName(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	if f.q.Name() != leaseq.DefaultName || leaseq.DefaultName != "default" {
 		t.Fatalf("Name() = %q, want %q", f.q.Name(), "default")
 	}
@@ -156,8 +165,10 @@ func TestDefaultQueueName(t *testing.T) {
 
 // TestQueueNameInvalid: queue names follow the rules of job IDs; New
 // refuses any other with ErrInvalid and writes nothing.
-func TestQueueNameInvalid(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestQueueNameInvalid(t *testing.T) { forEngines(t, testQueueNameInvalid) }
+
+func testQueueNameInvalid(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	before := f.snapshot()
 	for _, name := range []string{strings.Repeat("q", leaseq.MaxIDLen+1), "a\x00b", "\x00", "caf\xe9", "\xff\xfe"} {
 		q, err := leaseq.New(f.ctx, f.db, leaseq.Options{Name: name})
@@ -179,8 +190,10 @@ func TestQueueNameInvalid(t *testing.T) {
 
 // TestRunAtBoundary: a job delayed to 500 is not claimable at 499 and is
 // at 500 (rule 15).
-func TestRunAtBoundary(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestRunAtBoundary(t *testing.T) { forEngines(t, testRunAtBoundary) }
+
+func testRunAtBoundary(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "later", Qty: 1, RunAt: ms(500)})
 	f.wantRow(leaseq.State{ID: "later", Qty: 1, Status: leaseq.StatusPending, MaxAttempts: 3, RunAt: ms(500),
 		EnqueuedAt: ms(0), UpdatedAt: ms(0)})
@@ -193,7 +206,7 @@ func TestRunAtBoundary(t *testing.T) {
 	wantClaim(t, f.at(500).mustClaim("A", time.Second), "later", 1, 1, ms(1500))
 
 	t.Run("run_at not after now is at once", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		f.at(1000)
 		f.enqueue(leaseq.Job{ID: "past", RunAt: ms(900)})
 		f.enqueue(leaseq.Job{ID: "now", RunAt: ms(1000)})
@@ -202,7 +215,7 @@ func TestRunAtBoundary(t *testing.T) {
 		}
 	})
 	t.Run("claimed in one batch when due", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		f.enqueue(leaseq.Job{ID: "a", RunAt: ms(500)})
 		f.enqueue(leaseq.Job{ID: "b", RunAt: ms(501)})
 		f.enqueue(leaseq.Job{ID: "c"})
@@ -217,7 +230,7 @@ func TestRunAtBoundary(t *testing.T) {
 		}
 	})
 	t.Run("delayed past its deadline is quarantined", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		f.enqueue(leaseq.Job{ID: "a", RunAt: ms(500), Deadline: ms(600)})
 		f.at(600).nothingClaimable("its deadline passed before anyone claimed it")
 		f.wantReason(leaseq.State{ID: "a", Status: leaseq.StatusQuarantined, MaxAttempts: 3, RunAt: ms(500),
@@ -228,8 +241,10 @@ func TestRunAtBoundary(t *testing.T) {
 // TestRunAtDeadline: RunAt at or after the deadline is ErrInvalid, nothing
 // written; 1 ms before it is accepted, and the claim's lease is capped at
 // the deadline.
-func TestRunAtDeadline(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestRunAtDeadline(t *testing.T) { forEngines(t, testRunAtDeadline) }
+
+func testRunAtDeadline(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	before := f.snapshot()
 	for _, runAt := range []int64{1000, 1001, 5000} {
 		err := f.q.Enqueue(f.ctx, leaseq.Job{ID: "a", RunAt: ms(runAt), Deadline: ms(1000)})
@@ -246,16 +261,18 @@ func TestRunAtDeadline(t *testing.T) {
 // TestPriorityOrder: higher priority first; among equals, enqueue order
 // here since all were due at once (rule 16). ClaimBatch hands them out in
 // the same order.
-func TestPriorityOrder(t *testing.T) {
+func TestPriorityOrder(t *testing.T) { forEngines(t, testPriorityOrder) }
+
+func testPriorityOrder(t *testing.T, eng testEngine) {
 	jobs := []leaseq.Job{{ID: "p0"}, {ID: "m100", Priority: -100}, {ID: "p100", Priority: 100},
 		{ID: "p5", Priority: 5}, {ID: "p5b", Priority: 5}, {ID: "m1", Priority: -1}}
 	want := "[p100 p5 p5b p0 m1 m100]"
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, eng, leaseq.Options{})
 	f.enqueueBatch(jobs...)
 	if got := fmt.Sprint(f.claimOrder()); got != want {
 		t.Fatalf("claim order %s, want %s", got, want)
 	}
-	f = newFixture(t, leaseq.Options{})
+	f = newFixture(t, eng, leaseq.Options{})
 	f.enqueueBatch(jobs...)
 	var got []string
 	for _, c := range f.claimBatch("A", time.Second, 10) {
@@ -271,8 +288,10 @@ func TestPriorityOrder(t *testing.T) {
 
 // TestPriorityRange: -100..100 are accepted, -101 and 101 are ErrInvalid
 // with nothing written.
-func TestPriorityRange(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestPriorityRange(t *testing.T) { forEngines(t, testPriorityRange) }
+
+func testPriorityRange(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	before := f.snapshot()
 	for _, p := range []int{-101, 101, -1 << 40, 1 << 40} {
 		wantErrSays(t, f.q.Enqueue(f.ctx, leaseq.Job{ID: "a", Priority: p}), leaseq.ErrInvalid, "Priority")
@@ -292,8 +311,10 @@ func TestPriorityRange(t *testing.T) {
 
 // TestPriorityExpiredLease: a lease of a high-priority job that ended is
 // taken before pending jobs of lower priority that have waited longer.
-func TestPriorityExpiredLease(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestPriorityExpiredLease(t *testing.T) { forEngines(t, testPriorityExpiredLease) }
+
+func testPriorityExpiredLease(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "hi", Priority: 10})
 	f.mustClaim("A", time.Second)
 	f.enqueue(leaseq.Job{ID: "lo1"})
@@ -309,8 +330,10 @@ func TestPriorityExpiredLease(t *testing.T) {
 
 // TestPriorityDelayedBecomesDue: a delayed high-priority job goes first the
 // moment it is due, ahead of lower ones enqueued before it.
-func TestPriorityDelayedBecomesDue(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestPriorityDelayedBecomesDue(t *testing.T) { forEngines(t, testPriorityDelayedBecomesDue) }
+
+func testPriorityDelayedBecomesDue(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "lo1"})
 	f.enqueue(leaseq.Job{ID: "lo2"})
 	f.enqueue(leaseq.Job{ID: "hi", Priority: 50, RunAt: ms(500)})
@@ -324,8 +347,10 @@ func TestPriorityDelayedBecomesDue(t *testing.T) {
 
 // TestPriorityReleased: a released job keeps its priority; once its delay
 // is over it goes before the lower ones again.
-func TestPriorityReleased(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestPriorityReleased(t *testing.T) { forEngines(t, testPriorityReleased) }
+
+func testPriorityReleased(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "hi", Priority: 1})
 	f.enqueue(leaseq.Job{ID: "lo1"})
 	f.enqueue(leaseq.Job{ID: "lo2"})
@@ -393,7 +418,7 @@ func TestIdleClaimTakesNoWriteLock(t *testing.T) {
 		}
 		for _, tc := range idle {
 			t.Run(mode+"/idle: "+tc.name, func(t *testing.T) {
-				f := newFixture(t, leaseq.Options{DisableGroupCommit: noGroup})
+				f := newFixture(t, sqliteEngine, leaseq.Options{DisableGroupCommit: noGroup})
 				tc.setup(f)
 				before := f.snapshot()
 				f.lockFromOutside()
@@ -428,7 +453,7 @@ func TestIdleClaimTakesNoWriteLock(t *testing.T) {
 		}
 		for _, tc := range busy {
 			t.Run(mode+"/waits: "+tc.name, func(t *testing.T) {
-				f := newFixture(t, leaseq.Options{DisableGroupCommit: noGroup})
+				f := newFixture(t, sqliteEngine, leaseq.Options{DisableGroupCommit: noGroup})
 				tc.setup(f)
 				before := f.snapshot()
 				release := f.lockFromOutside()
@@ -455,8 +480,10 @@ func TestIdleClaimTakesNoWriteLock(t *testing.T) {
 
 // TestStats: Stats counted by hand at instants on each side of a run_at
 // and of a lease end (Stats in README's API).
-func TestStats(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestStats(t *testing.T) { forEngines(t, testStats) }
+
+func testStats(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	if got, want := fmtStats(stats(t, f.q)), fmtStats(leaseq.Stats{}); got != want {
 		t.Fatalf("empty queue: %s, want %s", got, want)
 	}
@@ -501,7 +528,7 @@ func TestStats(t *testing.T) {
 	}
 
 	t.Run("oldest ready is max(enqueue, run_at) and a release's due time", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		f.at(2000)
 		f.enqueue(leaseq.Job{ID: "past", RunAt: ms(1500)}) // due since its enqueue, 2000
 		f.enqueue(leaseq.Job{ID: "future", RunAt: ms(2500)})
@@ -528,8 +555,10 @@ func TestStats(t *testing.T) {
 
 // TestList: pages in enqueue order across statuses and within one, by
 // AfterID; the limits of Filter (List in README's API).
-func TestList(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+func TestList(t *testing.T) { forEngines(t, testList) }
+
+func testList(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
 	for i := range 7 {
 		f.enqueue(leaseq.Job{ID: fmt.Sprint("j", i), Qty: i})
 	}
@@ -585,7 +614,7 @@ func TestList(t *testing.T) {
 	}
 
 	t.Run("default and largest page", func(t *testing.T) {
-		f := newFixture(t, leaseq.Options{})
+		f := newFixture(t, eng, leaseq.Options{})
 		jobs := make([]leaseq.Job, leaseq.MaxListLimit+5)
 		for i := range jobs {
 			jobs[i] = leaseq.Job{ID: fmt.Sprintf("j%04d", i)}
@@ -615,7 +644,7 @@ func TestList(t *testing.T) {
 func TestIdleAfterRolledBackClaim(t *testing.T) {
 	for _, noGroup := range []bool{false, true} {
 		t.Run(fmt.Sprintf("DisableGroupCommit=%v", noGroup), func(t *testing.T) {
-			f := newFixture(t, leaseq.Options{})
+			f := newFixture(t, sqliteEngine, leaseq.Options{})
 			f.enqueue(leaseq.Job{ID: "a", RunAt: ms(500)})
 			db, err := sql.Open("sqlite", "file:"+f.path) // no busy timeout
 			if err != nil {

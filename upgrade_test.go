@@ -17,6 +17,9 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
+// SQLite only: testdata/schema-v1.db is a SQLite file of schema 1; there is
+// no earlier PostgreSQL schema to upgrade from.
+
 // Rule 13 in README's "The rules": a database written by an earlier
 // version opens with New, upgraded in one transaction that keeps every row,
 // token and attempt count. testdata/schema-v1.db was written by the version
@@ -95,7 +98,7 @@ func upgradedFixture(t *testing.T) *fixture {
 		t.Fatalf("testdata/schema-v1.db has user_version %d, want 1", v)
 	}
 	before := dumpQuery(t, raw, v1Columns)
-	f := openFixture(t, path, leaseq.Options{})
+	f := openFixture(t, sqliteEngine, path, leaseq.Options{})
 	if after := dumpQuery(t, raw, v1Columns); after != before {
 		t.Fatalf("the upgrade changed the version-1 columns:\n got\n%s want\n%s", after, before)
 	}
@@ -223,7 +226,7 @@ func TestUpgradeFailureKeepsV1(t *testing.T) {
 // TestUpgradeNewerVersionRefused: a database of a later schema version is
 // ErrInvalid, and New writes nothing to it.
 func TestUpgradeNewerVersionRefused(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, sqliteEngine, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "a"})
 	later := leaseq.SchemaVersion + 1
 	if _, err := f.db.Exec(fmt.Sprintf("PRAGMA user_version = %d", later)); err != nil {

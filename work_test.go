@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"path/filepath"
 	"reflect"
 	"runtime"
 	"strings"
@@ -27,21 +26,18 @@ import (
 // (a handler starting, a log record, a pool parking) with a bounded
 // timeout, and where it checks timing, the bound is generous next to what
 // a broken rule would take (a PollInterval of an hour, a lease of seconds).
+//
+// Each test runs on each engine in turn (forEnginesInTurn in
+// engine_test.go), never in parallel: some measure the process's CPU, some
+// look at every goroutine. TestWorkIdleTakesNoWriteLock holds SQLite's write
+// lock from another connection and runs on SQLite only.
 
-// newFile is the path of a fresh database file for one test.
-func newFile(t *testing.T) string {
-	return filepath.Join(t.TempDir(), "q.db")
-}
-
-// openQueue opens the file at path on a *sql.DB of its own, as another
-// process would, and returns its default queue on the system clock.
-func openQueue(t *testing.T, path string) *leaseq.Queue {
+// openQueue opens the database of engine eng at path on a *sql.DB of its
+// own, as another process would, and returns its default queue on the
+// system clock (on PostgreSQL, the server's).
+func openQueue(t *testing.T, eng testEngine, path string) *leaseq.Queue {
 	t.Helper()
-	db, err := leaseq.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := eng.open(t, path)
 	q, err := leaseq.New(context.Background(), db, leaseq.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -50,10 +46,10 @@ func openQueue(t *testing.T, path string) *leaseq.Queue {
 	return q
 }
 
-// realQueue is a queue on a fresh file with the system clock.
-func realQueue(t *testing.T) *leaseq.Queue {
+// realQueue is a queue on a fresh database with the system clock.
+func realQueue(t *testing.T, eng testEngine) *leaseq.Queue {
 	t.Helper()
-	return openQueue(t, newFile(t))
+	return openQueue(t, eng, eng.fresh(t))
 }
 
 // worker is one Work call running in a goroutine.
@@ -409,47 +405,60 @@ func cpuOver(t *testing.T, d time.Duration) time.Duration {
 // millisecond), up to a fifth with the race detector on a loaded machine.
 const idleCPUBound = 500 * time.Millisecond
 
-// faultSwitch makes every UPDATE of leaseq_jobs in one database file fail
+// faultSwitch makes every UPDATE of leaseq_jobs in one database fail
 // while it is on: a database fault that a second connection, like an
 // operator's tool, can switch on and off under a running pool. Enqueue (an
 // INSERT) and reads still work, so the pool's claims fail only once a job
 // is claimable, and its heartbeats and results fail too. This helper is the
 // only raw SQL the worker tests run on the queue's tables.
-type faultSwitch struct{ db *sql.DB }
+type faultSwitch struct {
+	db  *sql.DB
+	eng testEngine
+}
 
-func newFaultSwitch(t *testing.T, path string) *faultSwitch {
-	t.Helper()
-	db, err := leaseq.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	for _, stmt := range []string{
+// faultSQL makes the switch, in each engine's SQL.
+var faultSQL = map[string][]string{
+	sqliteEngine.name: {
 		`CREATE TABLE test_fault (active INTEGER NOT NULL)`,
 		`INSERT INTO test_fault VALUES (0)`,
 		`CREATE TRIGGER test_fault BEFORE UPDATE ON leaseq_jobs WHEN (SELECT active FROM test_fault)
 		 BEGIN SELECT RAISE(ABORT, 'injected fault'); END`,
-	} {
+	},
+	postgresEngine.name: {
+		`CREATE TABLE test_fault (active boolean NOT NULL)`,
+		`INSERT INTO test_fault VALUES (false)`,
+		`CREATE FUNCTION test_fault() RETURNS trigger LANGUAGE plpgsql AS $$
+		 BEGIN IF (SELECT active FROM test_fault) THEN RAISE EXCEPTION 'injected fault'; END IF; RETURN NEW; END $$`,
+		`CREATE TRIGGER test_fault BEFORE UPDATE ON leaseq_jobs FOR EACH ROW EXECUTE FUNCTION test_fault()`,
+	},
+}
+
+func newFaultSwitch(t *testing.T, eng testEngine, path string) *faultSwitch {
+	t.Helper()
+	db := eng.open(t, path)
+	for _, stmt := range faultSQL[eng.name] {
 		if _, err := db.Exec(stmt); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return &faultSwitch{db: db}
+	return &faultSwitch{db: db, eng: eng}
 }
 
 // set switches the fault on or off; it holds for every write that begins
 // after set returns.
 func (f *faultSwitch) set(t *testing.T, on bool) {
 	t.Helper()
-	if _, err := f.db.Exec(`UPDATE test_fault SET active = ?`, on); err != nil {
+	if _, err := f.db.Exec(f.eng.rebind(`UPDATE test_fault SET active = ?1`), on); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // ---- Rule 28: bounded concurrency ----
 
-func TestWorkBoundedConcurrency(t *testing.T) {
-	q := realQueue(t)
+func TestWorkBoundedConcurrency(t *testing.T) { forEnginesInTurn(t, testWorkBoundedConcurrency) }
+
+func testWorkBoundedConcurrency(t *testing.T, eng testEngine) {
+	q := realQueue(t, eng)
 	ctx := context.Background()
 	const n, conc = 300, 8
 	var jobs []leaseq.Job
@@ -491,8 +500,10 @@ func TestWorkBoundedConcurrency(t *testing.T) {
 
 // ---- Rule 29: heartbeats, lost leases, deadlines ----
 
-func TestWorkHeartbeatKeepsLongJob(t *testing.T) {
-	q := realQueue(t)
+func TestWorkHeartbeatKeepsLongJob(t *testing.T) { forEnginesInTurn(t, testWorkHeartbeatKeepsLongJob) }
+
+func testWorkHeartbeatKeepsLongJob(t *testing.T, eng testEngine) {
+	q := realQueue(t, eng)
 	ctx := context.Background()
 	mustEnqueue(t, q, leaseq.Job{ID: "long"})
 	// Heartbeats every tenth of the lease: the lease survives a stall of
@@ -532,8 +543,10 @@ func TestWorkHeartbeatKeepsLongJob(t *testing.T) {
 	}
 }
 
-func TestWorkCancelReachesHandler(t *testing.T) {
-	q := realQueue(t)
+func TestWorkCancelReachesHandler(t *testing.T) { forEnginesInTurn(t, testWorkCancelReachesHandler) }
+
+func testWorkCancelReachesHandler(t *testing.T, eng testEngine) {
+	q := realQueue(t, eng)
 	ctx := context.Background()
 	mustEnqueue(t, q, leaseq.Job{ID: "c"})
 	// The lease is long, so only the refused heartbeat can explain a
@@ -575,8 +588,10 @@ func TestWorkCancelReachesHandler(t *testing.T) {
 	}
 }
 
-func TestWorkContextEndsAtDeadline(t *testing.T) {
-	q := realQueue(t)
+func TestWorkContextEndsAtDeadline(t *testing.T) { forEnginesInTurn(t, testWorkContextEndsAtDeadline) }
+
+func testWorkContextEndsAtDeadline(t *testing.T, eng testEngine) {
+	q := realQueue(t, eng)
 	ctx := context.Background()
 	// The lease is six times the time to the deadline, and heartbeats run
 	// all along: a context tied to the lease alone would end seconds late.
@@ -624,10 +639,12 @@ func TestWorkContextEndsAtDeadline(t *testing.T) {
 	}
 }
 
-func TestWorkLeaseEndsUnextended(t *testing.T) {
-	path := newFile(t)
-	q := openQueue(t, path)
-	fault := newFaultSwitch(t, path)
+func TestWorkLeaseEndsUnextended(t *testing.T) { forEnginesInTurn(t, testWorkLeaseEndsUnextended) }
+
+func testWorkLeaseEndsUnextended(t *testing.T, eng testEngine) {
+	path := eng.fresh(t)
+	q := openQueue(t, eng, path)
+	fault := newFaultSwitch(t, eng, path)
 	sink, logger := newLogSink()
 	started := make(chan struct{})
 	type ending struct {
@@ -679,9 +696,9 @@ type jobRun struct {
 // runJob enqueues j, runs Work with h until h has returned calls times,
 // then stops Work, which records the last result before it returns.
 // Backoff answers backoff.
-func runJob(t *testing.T, j leaseq.Job, calls int, backoff time.Duration, h leaseq.Handler) jobRun {
+func runJob(t *testing.T, eng testEngine, j leaseq.Job, calls int, backoff time.Duration, h leaseq.Handler) jobRun {
 	t.Helper()
-	q := realQueue(t)
+	q := realQueue(t, eng)
 	mustEnqueue(t, q, j)
 	sink, logger := newLogSink()
 	b := &backoffRecorder{delay: backoff}
@@ -705,7 +722,9 @@ func runJob(t *testing.T, j leaseq.Job, calls int, backoff time.Duration, h leas
 	return jobRun{row: mustGet(t, q, j.ID), log: sink, backoffs: b.attempts()}
 }
 
-func TestWorkOutcomes(t *testing.T) {
+func TestWorkOutcomes(t *testing.T) { forEnginesInTurn(t, testWorkOutcomes) }
+
+func testWorkOutcomes(t *testing.T, eng testEngine) {
 	const backoff = 90 * time.Minute
 	errTransient := errors.New("upstream timeout")
 	cases := []struct {
@@ -730,7 +749,7 @@ func TestWorkOutcomes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			run := runJob(t, leaseq.Job{ID: "o"}, 1, backoff, func(context.Context, leaseq.Claim) error { return tc.result })
+			run := runJob(t, eng, leaseq.Job{ID: "o"}, 1, backoff, func(context.Context, leaseq.Claim) error { return tc.result })
 			s := run.row
 			if s.Status != tc.status || s.Reason != tc.reason || s.Token != 1 || s.Attempts != 1 {
 				t.Fatalf("row %s; want %s with reason %q after one claim", fmtState(s), tc.status, tc.reason)
@@ -748,10 +767,12 @@ func TestWorkOutcomes(t *testing.T) {
 	}
 }
 
-func TestWorkAttemptsRunOut(t *testing.T) {
+func TestWorkAttemptsRunOut(t *testing.T) { forEnginesInTurn(t, testWorkAttemptsRunOut) }
+
+func testWorkAttemptsRunOut(t *testing.T, eng testEngine) {
 	// Backoff 0: each failure is claimable again at once, until the third
 	// attempt's release finds the attempts used up.
-	run := runJob(t, leaseq.Job{ID: "a", MaxAttempts: 3}, 3, 0, func(_ context.Context, c leaseq.Claim) error {
+	run := runJob(t, eng, leaseq.Job{ID: "a", MaxAttempts: 3}, 3, 0, func(_ context.Context, c leaseq.Claim) error {
 		return fmt.Errorf("failure on attempt %d", c.Attempt)
 	})
 	s := run.row
@@ -763,8 +784,10 @@ func TestWorkAttemptsRunOut(t *testing.T) {
 	}
 }
 
-func TestWorkPanic(t *testing.T) {
-	q := realQueue(t)
+func TestWorkPanic(t *testing.T) { forEnginesInTurn(t, testWorkPanic) }
+
+func testWorkPanic(t *testing.T, eng testEngine) {
+	q := realQueue(t, eng)
 	sink, logger := newLogSink()
 	b := &backoffRecorder{delay: time.Hour}
 	done := make(chan string, 1)
@@ -801,6 +824,10 @@ func TestWorkPanic(t *testing.T) {
 }
 
 func TestWorkRefusedOutcomeNotRetried(t *testing.T) {
+	forEnginesInTurn(t, testWorkRefusedOutcomeNotRetried)
+}
+
+func testWorkRefusedOutcomeNotRetried(t *testing.T, eng testEngine) {
 	results := map[string]error{
 		"nil":       nil,
 		"error":     errors.New("transient"),
@@ -808,7 +835,7 @@ func TestWorkRefusedOutcomeNotRetried(t *testing.T) {
 	}
 	for name, result := range results {
 		t.Run(name, func(t *testing.T) {
-			q := realQueue(t)
+			q := realQueue(t, eng)
 			ctx := context.Background()
 			mustEnqueue(t, q, leaseq.Job{ID: "r"})
 			sink, logger := newLogSink()
@@ -846,7 +873,9 @@ func TestWorkRefusedOutcomeNotRetried(t *testing.T) {
 
 // ---- Rule 31: wake-ups and idling ----
 
-func TestWorkWakesAtOnce(t *testing.T) {
+func TestWorkWakesAtOnce(t *testing.T) { forEnginesInTurn(t, testWorkWakesAtOnce) }
+
+func testWorkWakesAtOnce(t *testing.T, eng testEngine) {
 	ctx := context.Background()
 	cases := []struct {
 		name string
@@ -897,7 +926,7 @@ func TestWorkWakesAtOnce(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			q := realQueue(t)
+			q := realQueue(t, eng)
 			wake := tc.prepare(t, q)
 			started := make(chan time.Time, 2)
 			// An hour between looks: only a wake-up can explain a prompt start.
@@ -920,10 +949,12 @@ func TestWorkWakesAtOnce(t *testing.T) {
 	}
 }
 
-func TestWorkFindsOtherProcessJobs(t *testing.T) {
-	path := newFile(t)
-	q := openQueue(t, path)
-	other := openQueue(t, path) // its own *sql.DB: no wake-up reaches q's pool
+func TestWorkFindsOtherProcessJobs(t *testing.T) { forEnginesInTurn(t, testWorkFindsOtherProcessJobs) }
+
+func testWorkFindsOtherProcessJobs(t *testing.T, eng testEngine) {
+	path := eng.fresh(t)
+	q := openQueue(t, eng, path)
+	other := openQueue(t, eng, path) // its own *sql.DB: no wake-up reaches q's pool
 	const poll = 100 * time.Millisecond
 	started := make(chan time.Time, 1)
 	runWork(t, q, leaseq.WorkerOptions{Owner: "w", PollInterval: poll}, func(context.Context, leaseq.Claim) error {
@@ -944,7 +975,11 @@ func TestWorkFindsOtherProcessJobs(t *testing.T) {
 }
 
 func TestWorkDelayedJobStartsWhenDue(t *testing.T) {
-	q := realQueue(t)
+	forEnginesInTurn(t, testWorkDelayedJobStartsWhenDue)
+}
+
+func testWorkDelayedJobStartsWhenDue(t *testing.T, eng testEngine) {
+	q := realQueue(t, eng)
 	started := make(chan time.Time, 1)
 	runWork(t, q, leaseq.WorkerOptions{Owner: "w", PollInterval: time.Hour}, func(context.Context, leaseq.Claim) error {
 		started <- time.Now()
@@ -958,8 +993,10 @@ func TestWorkDelayedJobStartsWhenDue(t *testing.T) {
 	}
 }
 
-func TestWorkTakesOverEndedLease(t *testing.T) {
-	q := realQueue(t)
+func TestWorkTakesOverEndedLease(t *testing.T) { forEnginesInTurn(t, testWorkTakesOverEndedLease) }
+
+func testWorkTakesOverEndedLease(t *testing.T, eng testEngine) {
+	q := realQueue(t, eng)
 	mustEnqueue(t, q, leaseq.Job{ID: "x"})
 	crashed, ok, err := q.Claim(context.Background(), "crashed", 300*time.Millisecond)
 	if err != nil || !ok {
@@ -982,8 +1019,8 @@ func TestWorkTakesOverEndedLease(t *testing.T) {
 }
 
 func TestWorkIdleTakesNoWriteLock(t *testing.T) {
-	path := newFile(t)
-	q := openQueue(t, path)
+	path := sqliteEngine.fresh(t)
+	q := openQueue(t, sqliteEngine, path)
 	sink, logger := newLogSink()
 	done := make(chan string, 1)
 	w := runWork(t, q, leaseq.WorkerOptions{Owner: "w", Concurrency: 16, PollInterval: 10 * time.Millisecond, Logger: logger},
@@ -1042,8 +1079,10 @@ func TestWorkIdleTakesNoWriteLock(t *testing.T) {
 	t.Logf("%d BEGIN IMMEDIATE by another connection while the pool idled, none refused", tries)
 }
 
-func TestWorkIdleCPU(t *testing.T) {
-	q := realQueue(t)
+func TestWorkIdleCPU(t *testing.T) { forEnginesInTurn(t, testWorkIdleCPU) }
+
+func testWorkIdleCPU(t *testing.T, eng testEngine) {
+	q := realQueue(t, eng)
 	w := runWork(t, q, leaseq.WorkerOptions{Owner: "w", Concurrency: 16, PollInterval: 10 * time.Millisecond},
 		func(context.Context, leaseq.Claim) error { return nil })
 	waitParked(t)
@@ -1059,8 +1098,10 @@ func TestWorkIdleCPU(t *testing.T) {
 
 // ---- Rule 32: shutdown ----
 
-func TestWorkShutdownDrains(t *testing.T) {
-	q := realQueue(t)
+func TestWorkShutdownDrains(t *testing.T) { forEnginesInTurn(t, testWorkShutdownDrains) }
+
+func testWorkShutdownDrains(t *testing.T, eng testEngine) {
+	q := realQueue(t, eng)
 	mustEnqueue(t, q, leaseq.Job{ID: "running"}, leaseq.Job{ID: "waiting"})
 	started, proceed := make(chan struct{}), make(chan struct{})
 	ctxAlive := make(chan error, 1)
@@ -1089,8 +1130,10 @@ func TestWorkShutdownDrains(t *testing.T) {
 	}
 }
 
-func TestWorkShutdownReleases(t *testing.T) {
-	q := realQueue(t)
+func TestWorkShutdownReleases(t *testing.T) { forEnginesInTurn(t, testWorkShutdownReleases) }
+
+func testWorkShutdownReleases(t *testing.T, eng testEngine) {
+	q := realQueue(t, eng)
 	ctx := context.Background()
 	mustEnqueue(t, q, leaseq.Job{ID: "s"})
 	const drain = 100 * time.Millisecond
@@ -1132,10 +1175,12 @@ func TestWorkShutdownReleases(t *testing.T) {
 // leased to a pool that is gone. The window is a claim's commit, so the
 // stop comes at a random instant of the busy period rather than on an
 // event of the handlers, which would fall between claims.
-func TestWorkShutdownLeavesNoLease(t *testing.T) {
+func TestWorkShutdownLeavesNoLease(t *testing.T) { forEnginesInTurn(t, testWorkShutdownLeavesNoLease) }
+
+func testWorkShutdownLeavesNoLease(t *testing.T, eng testEngine) {
 	ctx := context.Background()
 	for round := range 10 {
-		q := realQueue(t)
+		q := realQueue(t, eng)
 		var jobs []leaseq.Job
 		for i := range 300 {
 			jobs = append(jobs, leaseq.Job{ID: fmt.Sprint("j", i)})
@@ -1170,8 +1215,10 @@ func TestWorkShutdownLeavesNoLease(t *testing.T) {
 	}
 }
 
-func TestWorkCancelledContext(t *testing.T) {
-	q := realQueue(t)
+func TestWorkCancelledContext(t *testing.T) { forEnginesInTurn(t, testWorkCancelledContext) }
+
+func testWorkCancelledContext(t *testing.T, eng testEngine) {
+	q := realQueue(t, eng)
 	mustEnqueue(t, q, leaseq.Job{ID: "x"})
 	before := mustGet(t, q, "x")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -1191,10 +1238,12 @@ func TestWorkCancelledContext(t *testing.T) {
 
 // ---- Rule 33: faults ----
 
-func TestWorkClaimFault(t *testing.T) {
-	path := newFile(t)
-	q := openQueue(t, path)
-	fault := newFaultSwitch(t, path)
+func TestWorkClaimFault(t *testing.T) { forEnginesInTurn(t, testWorkClaimFault) }
+
+func testWorkClaimFault(t *testing.T, eng testEngine) {
+	path := eng.fresh(t)
+	q := openQueue(t, eng, path)
+	fault := newFaultSwitch(t, eng, path)
 	sink, logger := newLogSink()
 	done := make(chan string, 2)
 	w := runWork(t, q, leaseq.WorkerOptions{Owner: "w", Concurrency: 16, PollInterval: 100 * time.Millisecond, Logger: logger},
@@ -1212,7 +1261,7 @@ func TestWorkClaimFault(t *testing.T) {
 	// Every claim of this job now fails. It comes from another process:
 	// an Enqueue of this one could share a transaction with a failing
 	// claim and fail with it.
-	mustEnqueue(t, openQueue(t, path), leaseq.Job{ID: "during"})
+	mustEnqueue(t, openQueue(t, eng, path), leaseq.Job{ID: "during"})
 	sink.waitFor(t, "the failed claim at Error", record(slog.LevelError, "claiming failed", ""))
 	used := cpuOver(t, time.Second)
 	failures := sink.all(record(slog.LevelError, "claiming failed", ""))
@@ -1256,10 +1305,12 @@ func TestWorkClaimFault(t *testing.T) {
 	}
 }
 
-func TestWorkRecordFault(t *testing.T) {
-	path := newFile(t)
-	q := openQueue(t, path)
-	fault := newFaultSwitch(t, path)
+func TestWorkRecordFault(t *testing.T) { forEnginesInTurn(t, testWorkRecordFault) }
+
+func testWorkRecordFault(t *testing.T, eng testEngine) {
+	path := eng.fresh(t)
+	q := openQueue(t, eng, path)
+	fault := newFaultSwitch(t, eng, path)
 	sink, logger := newLogSink()
 	started, proceed := make(chan struct{}), make(chan struct{})
 	w := runWork(t, q, leaseq.WorkerOptions{Owner: "w", Lease: time.Minute, Logger: logger},
@@ -1284,8 +1335,10 @@ func TestWorkRecordFault(t *testing.T) {
 	}
 }
 
-func TestWorkInvalidOptions(t *testing.T) {
-	q := realQueue(t)
+func TestWorkInvalidOptions(t *testing.T) { forEnginesInTurn(t, testWorkInvalidOptions) }
+
+func testWorkInvalidOptions(t *testing.T, eng testEngine) {
+	q := realQueue(t, eng)
 	h := func(context.Context, leaseq.Claim) error { return nil }
 	cases := map[string]leaseq.WorkerOptions{
 		"empty Owner":                {},
@@ -1320,8 +1373,10 @@ func wantInvalidAtOnce(t *testing.T, work func(context.Context) error) {
 	}
 }
 
-func TestWorkQueueClosedUnderIt(t *testing.T) {
-	q := realQueue(t)
+func TestWorkQueueClosedUnderIt(t *testing.T) { forEnginesInTurn(t, testWorkQueueClosedUnderIt) }
+
+func testWorkQueueClosedUnderIt(t *testing.T, eng testEngine) {
+	q := realQueue(t, eng)
 	mustEnqueue(t, q, leaseq.Job{ID: "x"})
 	started := make(chan struct{})
 	cause := make(chan error, 1)
@@ -1360,8 +1415,10 @@ func TestWorkQueueClosedUnderIt(t *testing.T) {
 	}
 }
 
-func TestWorkOnClosedQueue(t *testing.T) {
-	q := realQueue(t)
+func TestWorkOnClosedQueue(t *testing.T) { forEnginesInTurn(t, testWorkOnClosedQueue) }
+
+func testWorkOnClosedQueue(t *testing.T, eng testEngine) {
+	q := realQueue(t, eng)
 	q.Close()
 	errc := make(chan error, 1)
 	go func() {
@@ -1372,8 +1429,10 @@ func TestWorkOnClosedQueue(t *testing.T) {
 	}
 }
 
-func TestWorkDBClosed(t *testing.T) {
-	q := realQueue(t)
+func TestWorkDBClosed(t *testing.T) { forEnginesInTurn(t, testWorkDBClosed) }
+
+func testWorkDBClosed(t *testing.T, eng testEngine) {
+	q := realQueue(t, eng)
 	const poll = 100 * time.Millisecond
 	w := runWork(t, q, leaseq.WorkerOptions{Owner: "w", PollInterval: poll}, func(context.Context, leaseq.Claim) error { return nil })
 	waitParked(t)
@@ -1393,8 +1452,10 @@ func TestWorkDBClosed(t *testing.T) {
 
 // ---- Rule 34: logs ----
 
-func TestWorkLogs(t *testing.T) {
-	q := realQueue(t)
+func TestWorkLogs(t *testing.T) { forEnginesInTurn(t, testWorkLogs) }
+
+func testWorkLogs(t *testing.T, eng testEngine) {
+	q := realQueue(t, eng)
 	sink, logger := newLogSink()
 	const n = 10
 	var jobs []leaseq.Job

@@ -9,13 +9,16 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
+// SQLite only: the connection SQLite's store keeps between writes, and the
+// file locks it must not hold.
+
 // TestWriteConnHoldsNoLock: the connection a Queue keeps between writes,
 // with its prepared statements, holds no SQLite lock. Right after each kind
 // of write, another connection with no busy timeout at all can take the
 // write lock and commit: its COMMIT needs an EXCLUSIVE lock, which it could
 // not get while any statement of ours still held a read lock.
 func TestWriteConnHoldsNoLock(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, sqliteEngine, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "a", MaxAttempts: 1})
 	other, err := sql.Open("sqlite", "file:"+f.path)
 	if err != nil {
@@ -58,7 +61,7 @@ func TestWriteConnHoldsNoLock(t *testing.T) {
 // pool once writes stop.
 func TestWriteConnReleasedWhenIdle(t *testing.T) {
 	defer leaseq.SetWriteConnIdle(10 * time.Millisecond)()
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, sqliteEngine, leaseq.Options{})
 	f.enqueue(leaseq.Job{ID: "a"})
 	deadline := time.Now().Add(10 * time.Second)
 	for f.db.Stats().InUse != 0 {
@@ -77,7 +80,7 @@ func TestWriteConnReleasedWhenIdle(t *testing.T) {
 // connections, nothing is kept between writes, so the caller's own queries
 // and Get never wait for a connection the queue sits on.
 func TestWriteConnNotPinnedInSmallPool(t *testing.T) {
-	f := newFixture(t, leaseq.Options{})
+	f := newFixture(t, sqliteEngine, leaseq.Options{})
 	f.db.SetMaxOpenConns(1)
 	f.enqueue(leaseq.Job{ID: "a"})
 	f.mustClaim("A", time.Second)

@@ -42,11 +42,13 @@ var (
 	noServer  bool // no binaries and no envURL: skip (or fail under CI)
 )
 
+func start() { shared, noServer, startErr = startCluster() }
+
 // theCluster starts the cluster on first use and returns it, or ends the
 // test when there is none.
 func theCluster(t testing.TB) *cluster {
 	t.Helper()
-	startOnce.Do(func() { shared, noServer, startErr = startCluster() })
+	startOnce.Do(start)
 	switch {
 	case noServer && os.Getenv("CI") == "true":
 		t.Fatal("pgtest: " + howToGet() + " (CI=true: PostgreSQL tests may not be skipped)")
@@ -56,6 +58,18 @@ func theCluster(t testing.TB) *cluster {
 		t.Fatalf("pgtest: starting PostgreSQL: %v", startErr)
 	}
 	return shared
+}
+
+// SkipReason is why DB and URL would skip their test, or "" if they would
+// not (they give a database, or fail the test): for a caller that decides
+// before it has a test to skip, as a fuzz target's setup does. It starts the
+// server if it is not running yet.
+func SkipReason() string {
+	startOnce.Do(start)
+	if noServer && os.Getenv("CI") != "true" {
+		return "pgtest: " + howToGet()
+	}
+	return ""
 }
 
 // URL returns the URL of a fresh, empty database, for a child process or a

@@ -27,6 +27,7 @@ func TestMain(m *testing.M) {
 		select {}
 	case "no-binaries":
 		binGlob = filepath.Join(os.TempDir(), "no-such-dir", "*", "bin")
+		fmt.Printf("SkipReason=%q\n", SkipReason())
 		DB(childT{})
 		os.Exit(0)
 	}
@@ -195,12 +196,14 @@ func TestServerDiesWithProcess(t *testing.T) {
 }
 
 // TestNoBinaries: without server binaries and LEASEQ_POSTGRES_URL a test is
-// skipped with a message saying how to get them; under CI=true it fails.
+// skipped with a message saying how to get them, which SkipReason gives
+// beforehand; under CI=true it fails, and SkipReason says it would not skip.
 func TestNoBinaries(t *testing.T) {
 	for _, tc := range []struct {
-		ci       string
-		wantExit int
-	}{{"", 3}, {"true", 2}} {
+		ci         string
+		wantExit   int
+		wantReason string
+	}{{"", 3, `SkipReason="pgtest: no PostgreSQL server binaries`}, {"true", 2, `SkipReason=""`}} {
 		cmd := child(t, "no-binaries", "CI="+tc.ci, envURL+"=")
 		out, err := cmd.CombinedOutput()
 		code := 0
@@ -210,6 +213,9 @@ func TestNoBinaries(t *testing.T) {
 				t.Fatal(err)
 			}
 			code = exit.ExitCode()
+		}
+		if !strings.Contains(string(out), tc.wantReason) {
+			t.Fatalf("CI=%q: output %q, want %s", tc.ci, out, tc.wantReason)
 		}
 		if code != tc.wantExit || !strings.Contains(string(out), "apt-get install postgresql") || !strings.Contains(string(out), envURL) {
 			t.Fatalf("CI=%q: exit %d, output %q; want exit %d (3 skip, 2 fail) and how to get a server", tc.ci, code, out, tc.wantExit)
