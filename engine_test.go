@@ -61,7 +61,7 @@ var allEngines = []testEngine{sqliteEngine, postgresEngine}
 var sqlitePlaceholder = regexp.MustCompile(`\?(\d+)`)
 
 // defaultEngines is what LEASEQ_TEST_ENGINES means when unset.
-const defaultEngines = "sqlite"
+const defaultEngines = "sqlite,postgres"
 
 func openSQLite(t testing.TB, path string) *sql.DB {
 	t.Helper()

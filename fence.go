@@ -76,6 +76,9 @@ func (q *Queue) settle(ctx context.Context, op string, f fenced, why string) (le
 	if err := problem(why); err != nil {
 		return 0, false, opError(op, job(f.c.ID), err)
 	}
+	if !storedNames(f.c) {
+		return 0, false, nil
+	}
 	r, err := q.e.settle(ctx, q, []fenced{f}, true)
 	if err != nil {
 		return 0, false, opError(op, job(f.c.ID), err)
@@ -97,15 +100,34 @@ func (q *Queue) settleBatch(ctx context.Context, op string, fs []fenced) ([]bool
 		}
 	}
 	oks := make([]bool, len(fs))
-	if len(fs) == 0 {
+	var asked []int // the index in fs of each claim the engine is asked about
+	for i, f := range fs {
+		if storedNames(f.c) {
+			asked = append(asked, i)
+		}
+	}
+	if len(asked) == 0 {
 		return oks, nil
 	}
-	rs, err := q.e.settle(ctx, q, fs, false)
+	ask := make([]fenced, len(asked))
+	for k, i := range asked {
+		ask[k] = fs[i]
+	}
+	rs, err := q.e.settle(ctx, q, ask, false)
 	if err != nil {
 		return nil, opError(op, "", err)
 	}
-	for i, r := range rs {
-		oks[i] = r.ok
+	for k, r := range rs {
+		oks[asked[k]] = r.ok
 	}
 	return oks, nil
+}
+
+// storedNames reports whether c's ID and owner could be stored at all. A
+// name that Enqueue or Claim would refuse (not UTF-8, a NUL byte, too long)
+// is in no row, so a call that names it is refused, or finds nothing,
+// without asking the database — which PostgreSQL could not even be asked:
+// its text type refuses such bytes with an error.
+func storedNames(c Claim) bool {
+	return nameProblem("ID", c.ID) == "" && nameProblem("owner", c.Owner) == ""
 }

@@ -69,6 +69,9 @@ func (q *Queue) operate(ctx context.Context, op string, o operation, refused fun
 	if err := q.usable(); err != nil {
 		return opError(op, job(o.id), err)
 	}
+	if nameProblem("ID", o.id) != "" {
+		return opError(op, job(o.id), ErrNotFound) // see storedNames
+	}
 	r, err := q.e.operate(ctx, q, o)
 	switch {
 	case err != nil:

@@ -267,10 +267,27 @@ FROM leaseq_claim($1, $2, $3, $4, $5)`
 
 // claim runs leaseq_claim as one statement. An idle claim changes no row
 // and so takes no lock (rule 23 in README's "The rules").
+//
+// Once begun, the statement is not interrupted by ctx: it never waits for
+// a lock (SKIP LOCKED), so it ends in moments anyway, and its claims are
+// returned even if ctx ended meanwhile (Work runs them under its drain).
+// Cut short instead, it would go on holding the rows it locked on the
+// server until the cancellation reached it, hiding them from other
+// claimers and their sweeps for that while, and then take back claims the
+// caller may already have been told about.
 func (e *pgEngine) claim(ctx context.Context, q *Queue, owner string, lease time.Duration, max int, _ bool) ([]Claim, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	var cs []Claim
 	err := retrySerialization(ctx, func() error {
-		rows, err := e.dbh.QueryContext(ctx, pgClaimSQL, q.name, owner, q.nowArg(), lease.Milliseconds(), max)
+		// The wait for a connection still heeds ctx.
+		conn, err := e.dbh.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		rows, err := conn.QueryContext(context.WithoutCancel(ctx), pgClaimSQL, q.name, owner, q.nowArg(), lease.Milliseconds(), max)
 		if err != nil {
 			return err
 		}

@@ -286,6 +286,9 @@ func (q *Queue) Get(ctx context.Context, id string) (State, error) {
 	if err := q.usable(); err != nil {
 		return State{}, opError("get", job(id), err)
 	}
+	if nameProblem("ID", id) != "" {
+		return State{}, opError("get", job(id), ErrNotFound) // see storedNames
+	}
 	var s State
 	err := q.e.read(ctx, func(db execer) error {
 		var err error

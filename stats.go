@@ -101,6 +101,9 @@ func (q *Queue) List(ctx context.Context, f Filter) ([]State, error) {
 	if f.Limit == 0 {
 		f.Limit = DefaultListLimit
 	}
+	if f.AfterID != "" && nameProblem("AfterID", f.AfterID) != "" {
+		return nil, opError("list", "", fmt.Errorf("AfterID %q: %w", f.AfterID, ErrNotFound)) // see storedNames
+	}
 	var page []State
 	err := q.e.read(ctx, func(db execer) error {
 		page = page[:0]

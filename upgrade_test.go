@@ -327,7 +327,7 @@ func TestUpgradeFromV2(t *testing.T) {
 		t.Fatalf("testdata/schema-v2.db has user_version %d, want 2", v)
 	}
 	rows := dumpQuery(t, raw, "SELECT * FROM leaseq_jobs ORDER BY seq")
-	f := openFixture(t, path, leaseq.Options{Clock: leaseq.NewManualClock(time.Date(2026, 6, 1, 0, 0, 1, 0, time.UTC))})
+	f := openFixture(t, sqliteEngine, path, leaseq.Options{Clock: leaseq.NewManualClock(time.Date(2026, 6, 1, 0, 0, 1, 0, time.UTC))})
 	if v := userVersion(t, raw); v != leaseq.SchemaVersion {
 		t.Fatalf("user_version after New: %d, want %d", v, leaseq.SchemaVersion)
 	}
