@@ -39,11 +39,14 @@ import (
 )
 
 const usage = `usage: leaseq demo [-db PATH]
+       leaseq serve -db PATH|URL [-queue NAME] [-addr HOST:PORT] [-writes]
 
   demo   play the lease timeline (A stalls, B takes over, A's late finish is
          refused) against a real SQLite file and a loopback HTTP receiver.
          -db PATH keeps the database at PATH (a new file); by default a
          temporary file is used and removed.
+
+  serve  the dashboard; see leaseq serve -h.
 `
 
 // The job and the lease the timeline is built around.
@@ -80,7 +83,7 @@ func exitCode(err error, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "leaseq: %v\n\n%s", err, usage)
 		return 2
 	default:
-		fmt.Fprintf(stderr, "leaseq demo: %v\n", err)
+		fmt.Fprintf(stderr, "leaseq: %v\n", err)
 		return 1
 	}
 }
@@ -90,6 +93,9 @@ func exitCode(err error, stderr io.Writer) int {
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
 		return usageError{"no command given"}
+	}
+	if args[0] == "serve" {
+		return runServe(ctx, args[1:], stdout, os.Stderr)
 	}
 	if args[0] != "demo" {
 		return usageError{fmt.Sprintf("unknown command %q", args[0])}

@@ -92,7 +92,7 @@ func TestUsage(t *testing.T) {
 		inStderr string
 	}{
 		{nil, 2, "no command given"},
-		{[]string{"serve"}, 2, `unknown command "serve"`},
+		{[]string{"nope"}, 2, `unknown command "nope"`},
 		{[]string{"demo", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"demo", "-nope"}, 2, "-nope"},
 		{[]string{"demo", "-db", existing}, 1, "already exists"},
