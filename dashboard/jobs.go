@@ -23,6 +23,7 @@ type jobsPage struct {
 	After  string // the job this page starts after; "": the first page
 	Next   string // the link to the next page; "": this is the last
 	First  string // the link to the first page
+	Leases bool   // the list may hold leased jobs, so it shows when leases end
 }
 
 // tab is one status's link above a list.
@@ -60,7 +61,7 @@ func (d *dashboard) jobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := jobsPage{Now: d.now(), Queue: q.Name(), Status: status, After: qv.Get("after"),
-		First: listURL(q.Name(), status, "")}
+		First: listURL(q.Name(), status, ""), Leases: status == "" || status == leaseq.StatusLeased}
 	if p.Stats, err = q.Stats(ctx); err != nil {
 		d.fail(w, r, err)
 		return
