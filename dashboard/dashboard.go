@@ -78,8 +78,13 @@ type dashboard struct {
 // they work under any prefix. It does not close q; the other queues it
 // opens on q's database stay open as long as the process runs.
 func New(q *leaseq.Queue, opts Options) http.Handler {
-	opts.PageSize = min(cmp.Or(opts.PageSize, DefaultPageSize), leaseq.MaxListLimit-1)
-	opts.PayloadLimit = cmp.Or(opts.PayloadLimit, DefaultPayloadLimit)
+	if opts.PageSize <= 0 {
+		opts.PageSize = DefaultPageSize
+	}
+	opts.PageSize = min(opts.PageSize, leaseq.MaxListLimit-1) // List is asked for one more
+	if opts.PayloadLimit <= 0 {
+		opts.PayloadLimit = DefaultPayloadLimit
+	}
 	opts.Refresh = cmp.Or(opts.Refresh, DefaultRefresh)
 	if opts.Clock == nil {
 		opts.Clock = systemClock{}
@@ -95,6 +100,8 @@ func New(q *leaseq.Queue, opts Options) http.Handler {
 	mux.HandleFunc("GET /job", d.job)
 	mux.HandleFunc("POST /requeue", d.requeue)
 	mux.HandleFunc("POST /cancel", d.cancel)
+	mux.HandleFunc("/requeue", postOnly)
+	mux.HandleFunc("/cancel", postOnly)
 	mux.Handle("GET /assets/", assetHandler())
 	mux.HandleFunc("/", d.notFound)
 	return securityHeaders(http.NewCrossOriginProtection().Handler(rooted(mux)))
@@ -163,6 +170,13 @@ var errNoPage = errors.New("no such page")
 // errBadRequest is wrapped by the error of a request whose parameters make
 // no sense.
 var errBadRequest = errors.New("bad request")
+
+// postOnly answers a button's URL asked for with another method than POST:
+// a link or a prefetch must never requeue or cancel anything.
+func postOnly(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Allow", http.MethodPost)
+	http.Error(w, "use POST", http.StatusMethodNotAllowed)
+}
 
 func (d *dashboard) notFound(w http.ResponseWriter, r *http.Request) {
 	d.fail(w, r, fmt.Errorf("%s: %w", r.URL.Path, errNoPage))

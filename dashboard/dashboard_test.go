@@ -365,6 +365,8 @@ func TestNotFoundAndBadRequests(t *testing.T) {
 		{"jobs?queue=default&status=lost", http.StatusBadRequest},
 		{"jobs?queue=default&after=ghost", http.StatusNotFound},
 		{"assets/", http.StatusNotFound},
+		{"requeue?queue=default&id=a", http.StatusMethodNotAllowed},
+		{"cancel?queue=default&id=a", http.StatusMethodNotAllowed},
 	} {
 		if code, body := s.get(tc.ref); code != tc.code {
 			t.Errorf("GET %s: %d, want %d\n%s", tc.ref, code, tc.code, body)
