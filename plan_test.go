@@ -43,6 +43,7 @@ var planWants = []struct {
 	{"list every status", listAllSQL, []string{"leaseq_jobs_status"}},
 	{"purge: remember tokens", purgeSQL[0], []string{"leaseq_jobs_finished"}},
 	{"purge: delete", purgeSQL[1], []string{"leaseq_jobs_finished"}},
+	{"activity", activitySQL, []string{"leaseq_jobs_finished", "leaseq_jobs_status"}},
 }
 
 // partialIndexes are the indexes whose loss must make some plan fail.
@@ -182,5 +183,18 @@ func TestQueryPlanCheckCatchesDroppedIndex(t *testing.T) {
 				t.Fatalf("index %s dropped, yet every plan passed the check", ix)
 			}
 		})
+	}
+}
+
+// TestActivityPlanReadsNoRow: every part of Activity's statement is a range
+// of an index that covers it. A plan that reads table rows would read one
+// per job finished in the window or waiting now, many times slower.
+func TestActivityPlanReadsNoRow(t *testing.T) {
+	db := newPlanDB(t, true)
+	plan, _ := planProblems(t, db, activitySQL, nil)
+	for _, line := range strings.Split(plan, "\n") {
+		if strings.Contains(line, "leaseq_jobs ") && !strings.Contains(line, "USING COVERING INDEX") {
+			t.Fatalf("activity reads table rows: %s\n  plan:\n    %s", strings.TrimSpace(line), plan)
+		}
 	}
 }

@@ -46,8 +46,8 @@ CREATE INDEX IF NOT EXISTS leaseq_jobs_doomed ON leaseq_jobs
   WHERE status = 'leased' AND (attempts >= max_attempts OR deadline IS NOT NULL);
 CREATE INDEX IF NOT EXISTS leaseq_jobs_pending_deadline ON leaseq_jobs (queue, deadline)
   WHERE status = 'pending' AND deadline IS NOT NULL;
-CREATE INDEX IF NOT EXISTS leaseq_jobs_status ON leaseq_jobs (queue, status, seq) INCLUDE (due_at, run_at);
-CREATE INDEX IF NOT EXISTS leaseq_jobs_finished ON leaseq_jobs (queue, status, updated_at)
+CREATE INDEX IF NOT EXISTS leaseq_jobs_status ON leaseq_jobs (queue, status, seq) INCLUDE (due_at, run_at, created_at);
+CREATE INDEX IF NOT EXISTS leaseq_jobs_finished ON leaseq_jobs (queue, status, updated_at) INCLUDE (created_at)
   WHERE status IN ('done', 'quarantined');
 
 -- "Now" on the server's clock, in Unix milliseconds, truncated like every

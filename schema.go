@@ -42,6 +42,10 @@ var upgradeV1SQL = []string{
 	`DROP TABLE leaseq_jobs_v1`,
 }
 
+// upgradeV2Indexes drops the version-2 indexes that version 3 widens with
+// created_at (for Activity), so that schemaSQL creates them anew.
+const upgradeV2Indexes = `DROP INDEX leaseq_jobs_status; DROP INDEX leaseq_jobs_finished;`
+
 // countsSQL fills leaseq_counts for a database written before version 3:
 // the only time the done and quarantined jobs are counted by reading them.
 const countsSQL = `INSERT INTO leaseq_counts (queue, status, n)
@@ -66,7 +70,7 @@ func (s *store) migrate(ctx context.Context) error {
 		case 1:
 			script = append(slices.Clip(upgradeV1SQL), countsSQL)
 		case 2:
-			script = []string{schemaSQL, countsSQL}
+			script = []string{upgradeV2Indexes, schemaSQL, countsSQL}
 		default:
 			return fmt.Errorf("database schema version is %d, this leaseq knows version %d and older: %w", v, SchemaVersion, ErrInvalid)
 		}

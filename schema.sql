@@ -75,12 +75,14 @@ CREATE INDEX IF NOT EXISTS leaseq_jobs_doomed ON leaseq_jobs
 CREATE INDEX IF NOT EXISTS leaseq_jobs_pending_deadline ON leaseq_jobs (queue, deadline)
   WHERE status = 'pending' AND deadline IS NOT NULL;
 
--- Every job by status in enqueue order: List's pages, and Stats' counts
--- (due_at and run_at make it cover them, so counting reads no table row).
-CREATE INDEX IF NOT EXISTS leaseq_jobs_status ON leaseq_jobs (queue, status, seq, due_at, run_at);
+-- Every job by status in enqueue order: List's pages, and Stats' and
+-- Activity's counts (due_at, run_at and created_at make it cover them, so
+-- counting reads no table row).
+CREATE INDEX IF NOT EXISTS leaseq_jobs_status ON leaseq_jobs (queue, status, seq, due_at, run_at, created_at);
 
--- Finished jobs by the time they finished, for Purge.
-CREATE INDEX IF NOT EXISTS leaseq_jobs_finished ON leaseq_jobs (queue, status, updated_at)
+-- Finished jobs by the time they finished, for Purge, and for Activity's
+-- counts per minute (created_at makes it cover them).
+CREATE INDEX IF NOT EXISTS leaseq_jobs_finished ON leaseq_jobs (queue, status, updated_at, created_at)
   WHERE status IN ('done', 'quarantined');
 
 -- The number of done and quarantined jobs of each queue, kept by the two

@@ -239,7 +239,7 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"help", "nosuch"}, env, `leaseq: help: unknown command "nosuch"`, "usage: leaseq help"},
 		{[]string{"help", "list", "show"}, env, `leaseq: help: unexpected argument "show"`, "usage: leaseq help"},
 		{[]string{"demo", "extra"}, env, `leaseq: demo: unexpected argument "extra"`, "usage: leaseq demo"},
-		{[]string{"serve"}, env, "leaseq: serve: not built yet", "usage: leaseq serve"},
+		{[]string{"serve", "extra"}, env, `leaseq: serve: unexpected argument "extra"`, "usage: leaseq serve"},
 	} {
 		r := leaseqRun(t, dbArg, c.env, c.args...)
 		first, rest, _ := strings.Cut(r.stderr, "\n")

@@ -1,51 +1,113 @@
 package main
 
-// This file is the "serve" command, a placeholder until the dashboard
-// package is built; it is then replaced whole. main.go's command table
-// refers to the two names it must define:
-//
-//	const serveUsage = `usage: leaseq serve ...`  // the text of "leaseq help serve"
-//	func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error
-//
-// runServe gets the arguments after "serve". It returns a usageError for a
-// caller's mistake (exit 2, "leaseq: serve: MSG" and the usage on stderr),
-// flag.ErrHelp after -h (the usage on stdout, exit 0), nil after a clean
-// shutdown once ctx ends (on SIGINT or SIGTERM), and any other error for a
-// failure (exit 1, "leaseq: serve: REASON"). To build it:
-// parseCommand("serve", args, define) parses -db, -queue, -json and the
-// flags define adds; openSession(ctx, flags) opens the database (refusing a
-// path that does not exist); session.queue(ctx, name) opens the queue to
-// pass to dashboard.New; session.Close closes them all.
-
 import (
 	"context"
+	"errors"
 	"flag"
+	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/leaseq/leaseq"
+	"github.com/leaseq/leaseq/dashboard"
 )
 
 const serveUsage = `usage: leaseq serve [-db PATH|URL] [-queue NAME] [-addr HOST:PORT] [-writes]
 
-Serves the dashboard over HTTP until interrupted: counts per status and
-queue, throughput and depth over the last hour, lists per status, each
-job's full state. Read-only unless -writes is given.
+Serves the dashboard of every queue in the database over HTTP until
+interrupted: counts per status and queue, throughput and depth over the last
+hour, lists per status, each job's full state. Read-only unless -writes is
+given. It prints the URL it serves on once it listens.
+
+The dashboard has no login: anyone who can reach the address can use it, so
+keep it on loopback (the default) or behind a proxy that authenticates.
 
 flags:
   -addr HOST:PORT       where to listen (default 127.0.0.1:8080: this host
-                        only)
+                        only; port 0 picks a free one)
   -writes               show the Requeue and Cancel buttons, and accept them
   -db PATH|URL          the database: a SQLite file, which must exist, or a
                         postgres:// or postgresql:// URL; default $LEASEQ_DB
-  -queue NAME           the queue the dashboard opens on (default "default")
+  -queue NAME           the queue listed even while it has no jobs (default
+                        "default")
 `
 
-// runServe is "leaseq serve"; see the top of this file.
-func runServe(_ context.Context, args []string, _, _ io.Writer) error {
-	_, _, err := parseCommand("serve", args, func(fs *flag.FlagSet) {
-		fs.String("addr", "127.0.0.1:8080", "")
-		fs.Bool("writes", false, "")
+// runServe serves the dashboard until ctx ends, then shuts the server down
+// and returns nil.
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var addr string
+	var writes bool
+	f, pos, err := parseCommand("serve", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&addr, "addr", "127.0.0.1:8080", "")
+		fs.BoolVar(&writes, "writes", false, "")
 	})
+	if err == nil {
+		err = noArgs(pos)
+	}
 	if err != nil {
 		return err
 	}
-	return usageError{"not built yet"}
+	s, err := openSession(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	q, err := s.queue(ctx, cmpOr(f.queue, leaseq.DefaultName))
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	srv := &http.Server{
+		Handler:           dashboard.New(q, dashboard.Options{AllowWrites: writes, Logger: log, Clock: s.clock}),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	mode := "read-only"
+	if writes {
+		mode = "writes allowed"
+	}
+	if tcp, ok := ln.Addr().(*net.TCPAddr); !ok || !tcp.IP.IsLoopback() {
+		fmt.Fprintf(stderr, "leaseq serve: warning: listening on %s, beyond loopback; the dashboard has no login\n", ln.Addr())
+	}
+	fmt.Fprintf(stdout, "leaseq serve: dashboard of %s (%s) on http://%s/\n", redacted(f.db), mode, ln.Addr())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	stop, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(stop); err != nil {
+		return err
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// cmpOr is s, or def when s is empty.
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// redacted is target with a URL's password hidden, for printing.
+func redacted(target string) string {
+	if u, err := url.Parse(target); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return target
 }
