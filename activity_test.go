@@ -120,7 +120,9 @@ func testActivityCountsEachMinute(t *testing.T, e testEngine) {
 // TestActivityRequeueCountsAsWaiting shows the limit Minute.Depth documents:
 // a job quarantined and requeued within the window leaves no trace of its
 // quarantine, so the depth walked back counts it as waiting all along.
-func TestActivityRequeueCountsAsWaiting(t *testing.T) { forEngines(t, testActivityRequeueCountsAsWaiting) }
+func TestActivityRequeueCountsAsWaiting(t *testing.T) {
+	forEngines(t, testActivityRequeueCountsAsWaiting)
+}
 
 func testActivityRequeueCountsAsWaiting(t *testing.T, e testEngine) {
 	f := newFixture(t, e, leaseq.Options{})
@@ -152,7 +154,9 @@ func testActivityRequeueCountsAsWaiting(t *testing.T, e testEngine) {
 // TestActivityFutureStampsFallInTheLastMinute: a row stamped after now (by
 // a process whose clock runs ahead, here the same clock stepped back) is
 // counted in the minute that holds now, so the depth walk still adds up.
-func TestActivityFutureStampsFallInTheLastMinute(t *testing.T) { forEngines(t, testActivityFutureStampsFallInTheLastMinute) }
+func TestActivityFutureStampsFallInTheLastMinute(t *testing.T) {
+	forEngines(t, testActivityFutureStampsFallInTheLastMinute)
+}
 
 func testActivityFutureStampsFallInTheLastMinute(t *testing.T, e testEngine) {
 	f := newFixture(t, e, leaseq.Options{})

@@ -171,4 +171,3 @@ func planCalls(q *leaseq.Queue, clock *leaseq.ManualClock) []planCall {
 		}, []string{"leaseq_jobs_finished"}},
 	}
 }
-

@@ -147,7 +147,7 @@ func TestServeUsage(t *testing.T) {
 		code     int
 		inStderr string
 	}{
-				{[]string{"serve", "-db", missing, "extra"}, 2, `unexpected argument "extra"`},
+		{[]string{"serve", "-db", missing, "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"serve", "-nope"}, 2, "-nope"},
 		{[]string{"serve", "-db", missing}, 1, "does not exist"},
 	} {
