@@ -40,8 +40,10 @@ func (s *site) fill() (mail *leaseq.Queue) {
 }
 
 // TestOverviewShowsStats: the overview's cells are each queue's Stats.
-func TestOverviewShowsStats(t *testing.T) {
-	s := newSite(t, dashboard.Options{})
+func TestOverviewShowsStats(t *testing.T) { forEngines(t, testOverviewShowsStats) }
+
+func testOverviewShowsStats(t *testing.T, e engine) {
+	s := newSite(t, e, dashboard.Options{})
 	mail := s.fill()
 	body := s.page("")
 	for _, q := range []*leaseq.Queue{s.q, mail} {
@@ -63,8 +65,10 @@ func TestOverviewShowsStats(t *testing.T) {
 
 // TestOverviewChartsTheHour: the charts count what the database says
 // happened in each minute, and the live fragment is the same part alone.
-func TestOverviewChartsTheHour(t *testing.T) {
-	s := newSite(t, dashboard.Options{})
+func TestOverviewChartsTheHour(t *testing.T) { forEngines(t, testOverviewChartsTheHour) }
+
+func testOverviewChartsTheHour(t *testing.T, e engine) {
+	s := newSite(t, e, dashboard.Options{})
 	s.fill()
 	s.clock.Advance(10 * time.Minute)
 	body := s.page("")
@@ -95,8 +99,10 @@ func TestOverviewChartsTheHour(t *testing.T) {
 
 // TestListsPage: a list shows one status in enqueue order, and its Next
 // links walk every job exactly once.
-func TestListsPage(t *testing.T) {
-	s := newSite(t, dashboard.Options{PageSize: 3})
+func TestListsPage(t *testing.T) { forEngines(t, testListsPage) }
+
+func testListsPage(t *testing.T, e engine) {
+	s := newSite(t, e, dashboard.Options{PageSize: 3})
 	var want []string
 	for i := range 8 {
 		id := fmt.Sprintf("job-%d", i)
@@ -130,8 +136,10 @@ func TestListsPage(t *testing.T) {
 
 // TestJobPage shows a job's whole row, a text payload as text and the
 // reason in full.
-func TestJobPage(t *testing.T) {
-	s := newSite(t, dashboard.Options{})
+func TestJobPage(t *testing.T) { forEngines(t, testJobPage) }
+
+func testJobPage(t *testing.T, e engine) {
+	s := newSite(t, e, dashboard.Options{})
 	s.enqueue(s.q, leaseq.Job{ID: "order 7/ü?&", Qty: 3, Payload: []byte("{\"sku\": \"A-1\"}\n"), Priority: 5, MaxAttempts: 4})
 	s.quarantine(s.q, "order 7/ü?&", "the warehouse said: no such SKU")
 	body := s.page("job?" + url.Values{"queue": {"default"}, "id": {"order 7/ü?&"}}.Encode())
@@ -160,8 +168,10 @@ func TestJobPage(t *testing.T) {
 
 // TestPayloadShownAsHexOrCut: a payload that is not printable UTF-8 is a
 // hex dump; one over the limit is cut, a text one at a character boundary.
-func TestPayloadShownAsHexOrCut(t *testing.T) {
-	s := newSite(t, dashboard.Options{PayloadLimit: 20})
+func TestPayloadShownAsHexOrCut(t *testing.T) { forEngines(t, testPayloadShownAsHexOrCut) }
+
+func testPayloadShownAsHexOrCut(t *testing.T, e engine) {
+	s := newSite(t, e, dashboard.Options{PayloadLimit: 20})
 	s.enqueue(s.q,
 		leaseq.Job{ID: "bin", Payload: []byte{0x00, 0x01, 'A', 0xff, '<'}},
 		leaseq.Job{ID: "long", Payload: []byte(strings.Repeat("é", 15))}, // 30 bytes
@@ -182,8 +192,10 @@ func TestPayloadShownAsHexOrCut(t *testing.T) {
 
 // TestValuesAreEscaped (rule 37): a job ID, a reason, a payload and a
 // queue name full of markup show as text on every page.
-func TestValuesAreEscaped(t *testing.T) {
-	s := newSite(t, dashboard.Options{AllowWrites: true})
+func TestValuesAreEscaped(t *testing.T) { forEngines(t, testValuesAreEscaped) }
+
+func testValuesAreEscaped(t *testing.T, e engine) {
+	s := newSite(t, e, dashboard.Options{AllowWrites: true})
 	const id = `<script>alert(1)</script>`
 	evil := s.queue(`"><img src=x onerror=alert(2)>`)
 	s.enqueue(s.q, leaseq.Job{ID: id, Payload: []byte(`<b onmouseover="alert(3)">`)})
@@ -218,8 +230,10 @@ func TestValuesAreEscaped(t *testing.T) {
 
 // TestRequeueAndCancel: with writes allowed, the buttons' POSTs do what
 // they say and redirect to the job's page, which says so.
-func TestRequeueAndCancel(t *testing.T) {
-	s := newSite(t, dashboard.Options{AllowWrites: true})
+func TestRequeueAndCancel(t *testing.T) { forEngines(t, testRequeueAndCancel) }
+
+func testRequeueAndCancel(t *testing.T, e engine) {
+	s := newSite(t, e, dashboard.Options{AllowWrites: true})
 	s.enqueue(s.q, leaseq.Job{ID: "a"}, leaseq.Job{ID: "b"})
 	s.quarantine(s.q, "a", "x")
 	if body := s.page("job?queue=default&id=a"); !strings.Contains(body, `<form method="post" action="requeue">`) {
@@ -255,8 +269,10 @@ func TestRequeueAndCancel(t *testing.T) {
 
 // TestReadOnlyRefusesWrites (rule 37): without AllowWrites a POST changes
 // nothing.
-func TestReadOnlyRefusesWrites(t *testing.T) {
-	s := newSite(t, dashboard.Options{})
+func TestReadOnlyRefusesWrites(t *testing.T) { forEngines(t, testReadOnlyRefusesWrites) }
+
+func testReadOnlyRefusesWrites(t *testing.T, e engine) {
+	s := newSite(t, e, dashboard.Options{})
 	s.enqueue(s.q, leaseq.Job{ID: "a"}, leaseq.Job{ID: "b"})
 	s.quarantine(s.q, "a", "x")
 	if code, _, body := s.post("requeue", url.Values{"queue": {"default"}, "id": {"a"}}, nil); code != http.StatusForbidden ||
@@ -275,8 +291,10 @@ func TestReadOnlyRefusesWrites(t *testing.T) {
 // another site is refused by http.CrossOriginProtection, whether the
 // browser says so in Sec-Fetch-Site or only in Origin; the same POST from
 // the dashboard's own page goes through.
-func TestCrossOriginWritesRefused(t *testing.T) {
-	s := newSite(t, dashboard.Options{AllowWrites: true})
+func TestCrossOriginWritesRefused(t *testing.T) { forEngines(t, testCrossOriginWritesRefused) }
+
+func testCrossOriginWritesRefused(t *testing.T, e engine) {
+	s := newSite(t, e, dashboard.Options{AllowWrites: true})
 	s.enqueue(s.q, leaseq.Job{ID: "a"})
 	s.quarantine(s.q, "a", "x")
 	form := url.Values{"queue": {"default"}, "id": {"a"}}
@@ -300,8 +318,10 @@ func TestCrossOriginWritesRefused(t *testing.T) {
 
 // TestMountedUnderAPrefix: served under /admin/queue/ of another mux, every
 // link and the redirect after a button stay under the prefix.
-func TestMountedUnderAPrefix(t *testing.T) {
-	s := openSite(t, dashboard.Options{})
+func TestMountedUnderAPrefix(t *testing.T) { forEngines(t, testMountedUnderAPrefix) }
+
+func testMountedUnderAPrefix(t *testing.T, e engine) {
+	s := openSite(t, e, dashboard.Options{})
 	mux := http.NewServeMux()
 	mux.Handle("/admin/queue/", http.StripPrefix("/admin/queue", s.handler(dashboard.Options{AllowWrites: true})))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -351,8 +371,10 @@ func TestMountedUnderAPrefix(t *testing.T) {
 // TestNotFoundAndBadRequests: unknown pages, queues and jobs are 404, a
 // status that is not one is 400; a queue name the database does not hold
 // is never opened.
-func TestNotFoundAndBadRequests(t *testing.T) {
-	s := newSite(t, dashboard.Options{})
+func TestNotFoundAndBadRequests(t *testing.T) { forEngines(t, testNotFoundAndBadRequests) }
+
+func testNotFoundAndBadRequests(t *testing.T, e engine) {
+	s := newSite(t, e, dashboard.Options{})
 	s.enqueue(s.q, leaseq.Job{ID: "a"})
 	for _, tc := range []struct {
 		ref  string
@@ -389,8 +411,10 @@ func TestNotFoundAndBadRequests(t *testing.T) {
 // TestEverythingIsEmbedded (rule 37): the pages load nothing from another
 // origin, their assets come from the handler, and the headers forbid
 // inline scripts and framing.
-func TestEverythingIsEmbedded(t *testing.T) {
-	s := newSite(t, dashboard.Options{})
+func TestEverythingIsEmbedded(t *testing.T) { forEngines(t, testEverythingIsEmbedded) }
+
+func testEverythingIsEmbedded(t *testing.T, e engine) {
+	s := newSite(t, e, dashboard.Options{})
 	resp, err := s.client.Get(s.url(""))
 	if err != nil {
 		t.Fatal(err)

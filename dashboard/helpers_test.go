@@ -4,6 +4,7 @@ package dashboard_test
 
 import (
 	"context"
+	"database/sql"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,13 +17,14 @@ import (
 
 	"github.com/leaseq/leaseq"
 	"github.com/leaseq/leaseq/dashboard"
+	"github.com/leaseq/leaseq/internal/pgtest"
 )
 
 // t0 is the instant every test's clock starts at.
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
 // site is a dashboard served over real HTTP on loopback, on a real SQLite
-// file, with a manual clock shared by the queues and the dashboard.
+// file or PostgreSQL database, with a manual clock shared by the queues and the dashboard.
 type site struct {
 	t      *testing.T
 	ctx    context.Context
@@ -33,24 +35,49 @@ type site struct {
 	client *http.Client
 }
 
-// newSite serves the dashboard of a fresh database at the root of a test
-// server.
-func newSite(t *testing.T, opts dashboard.Options) *site {
-	t.Helper()
-	s := openSite(t, opts)
-	s.serve(s.handler(opts), "/")
-	return s
+// engine opens a fresh, empty database of one engine, closed when the test
+// ends.
+type engine func(t *testing.T) *sql.DB
+
+// forEngines runs test on SQLite and on PostgreSQL, as parallel subtests.
+func forEngines(t *testing.T, test func(t *testing.T, e engine)) {
+	t.Parallel()
+	for _, e := range []struct {
+		name string
+		open func(testing.TB) *sql.DB
+	}{{"sqlite", sqliteDB}, {"postgres", pgtest.DB}} {
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, func(t *testing.T) *sql.DB { return e.open(t) })
+		})
+	}
 }
 
-// openSite opens the database and the queue "default", without serving.
-func openSite(t *testing.T, opts dashboard.Options) *site {
-	t.Helper()
+// sqliteDB is a new SQLite file in t.TempDir().
+func sqliteDB(t testing.TB) *sql.DB {
 	db, err := leaseq.Open(filepath.Join(t.TempDir(), "q.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// newSite serves the dashboard of a fresh database at the root of a test
+// server.
+func newSite(t *testing.T, e engine, opts dashboard.Options) *site {
+	t.Helper()
+	s := openSite(t, e, opts)
+	s.serve(s.handler(opts), "/")
+	return s
+}
+
+// openSite opens the database and the queue "default", without serving.
+func openSite(t *testing.T, e engine, opts dashboard.Options) *site {
+	t.Helper()
+	db := e(t)
 	s := &site{t: t, ctx: context.Background(), clock: leaseq.NewManualClock(t0)}
+	var err error
 	s.q, err = leaseq.New(s.ctx, db, leaseq.Options{Clock: s.clock})
 	if err != nil {
 		t.Fatal(err)
@@ -210,3 +237,5 @@ func counts(t *testing.T, body, queue string) map[string]string {
 	}
 	return m
 }
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
