@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"io"
 	"net/http"
@@ -22,15 +23,10 @@ import (
 // requests in milliseconds, so a wait this long means it never will.
 const waitLimit = 30 * time.Second
 
-// seedServeDB makes a database with two pending jobs and one quarantined.
-func seedServeDB(t *testing.T) string {
+// seedServeDB gives db's queue "orders" two pending jobs and one
+// quarantined.
+func seedServeDB(t *testing.T, db *sql.DB) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "jobs.db")
-	db, err := leaseq.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	q, err := leaseq.New(t.Context(), db, leaseq.Options{Name: "orders"})
 	if err != nil {
 		t.Fatal(err)
@@ -42,15 +38,18 @@ func seedServeDB(t *testing.T) string {
 	if err := q.Cancel(t.Context(), "a", "not wanted"); err != nil {
 		t.Fatal(err)
 	}
-	return path
 }
 
 // TestServeBinary starts the built binary on a free loopback port, fetches
 // the overview over real HTTP, and stops it with an interrupt, after which
 // it exits 0.
 func TestServeBinary(t *testing.T) {
-	bin, path := binary, seedServeDB(t)
-	cmd := exec.Command(bin, "serve", "-db", path, "-queue", "orders", "-addr", "127.0.0.1:0")
+	forEachEngine(t, func(t *testing.T, dbArg string, db *sql.DB) { testServeBinary(t, dbArg, db) })
+}
+
+func testServeBinary(t *testing.T, dbArg string, db *sql.DB) {
+	seedServeDB(t, db)
+	cmd := exec.Command(binary, "serve", "-db", dbArg, "-queue", "orders", "-addr", "127.0.0.1:0")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
