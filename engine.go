@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -54,8 +55,10 @@ type engine interface {
 	// its own; only an engine with serverClock true is asked.
 	now(ctx context.Context) (int64, error)
 	// serverClock reports whether a Queue without a Clock reads the
-	// database server's clock (rule 40) rather than its host's.
+	// database server's clock (rule 40) rather than its host's; clock is
+	// then that clock, shared by the engine's Queues.
 	serverClock() bool
+	clock() Clock
 	// usable is the error of a call on a database that was closed, or nil.
 	usable() error
 	db() *sql.DB
@@ -140,22 +143,42 @@ func openEngine(ctx context.Context, db *sql.DB) (engine, error) {
 
 // serverClock is a Queue's clock when it has none of its own and its
 // engine keeps time on the database server (rule 40). The statements that
-// judge leases read the server's clock themselves (Queue.nowArg); this is
-// for the rest: validating an Enqueue's deadline, Stats' split of due and
-// scheduled jobs, and how long an idle worker sleeps. If the server cannot
-// be asked, the host's clock stands in; a call that then writes fails on the
-// same unreachable server.
-type serverClock struct{ e engine }
+// judge leases read the server's clock themselves (Queue.nowArg). This is
+// for the rest: the enqueue time and the validation of an Enqueue's
+// deadline, the instant an operator's call stores, Stats' split of due and
+// scheduled jobs, and how long a worker's timers run. It is this host's
+// clock corrected by the server's offset from it, measured at most once per
+// serverClockRefresh by a reading of the server's clock, so that these
+// uses cost no round trip each; the offset is good to half a round trip.
+// Until the server has been read once, and while it cannot be, the host's
+// clock stands in (a call that then writes fails on the same unreachable
+// server).
+type serverClock struct {
+	e      engine
+	mu     sync.Mutex
+	offset time.Duration // server minus host
+	read   time.Time     // when offset was measured; zero: never
+}
 
-// serverClockWait bounds one reading of the server's clock.
-const serverClockWait = 5 * time.Second
+// Bounds of serverClock's readings of the server.
+const (
+	serverClockRefresh = time.Second
+	serverClockWait    = 5 * time.Second
+)
 
-func (c serverClock) Now() time.Time {
-	ctx, cancel := context.WithTimeout(context.Background(), serverClockWait)
-	defer cancel()
-	ms, err := c.e.now(ctx)
-	if err != nil {
-		return time.Now()
+func (c *serverClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.read.IsZero() || time.Since(c.read) >= serverClockRefresh {
+		ctx, cancel := context.WithTimeout(context.Background(), serverClockWait)
+		defer cancel()
+		before := time.Now()
+		ms, err := c.e.now(ctx)
+		after := time.Now()
+		if err == nil {
+			c.offset = fromMillis(ms).Sub(before.Add(after.Sub(before) / 2))
+			c.read = after
+		}
 	}
-	return fromMillis(ms)
+	return time.Now().Add(c.offset)
 }

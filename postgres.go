@@ -47,6 +47,9 @@ type pgEngine struct {
 	wake wakers
 	// queues counts the open Queues on the engine, guarded by enginesMu.
 	queues int
+	// serverNow is the clock of the engine's Queues that have none of
+	// their own.
+	serverNow *serverClock
 	// migrated is set once the schema is known to be current.
 	migratedMu sync.Mutex
 	migrated   bool
@@ -61,6 +64,7 @@ func openPostgres(db *sql.DB) *pgEngine {
 	e := pgEngines[db]
 	if e == nil {
 		e = &pgEngine{dbh: db}
+		e.serverNow = &serverClock{e: e}
 		pgEngines[db] = e
 	}
 	e.queues++
@@ -79,6 +83,7 @@ func (e *pgEngine) db() *sql.DB       { return e.dbh }
 func (e *pgEngine) wakers() *wakers   { return &e.wake }
 func (e *pgEngine) usable() error     { return dbClosed(e.dbh) }
 func (e *pgEngine) serverClock() bool { return true }
+func (e *pgEngine) clock() Clock      { return e.serverNow }
 
 func (e *pgEngine) now(ctx context.Context) (int64, error) {
 	var ms int64
@@ -165,37 +170,41 @@ func splitSQL(script string) []string {
 	return out
 }
 
-// pgInsertSQL writes one job, as insertSQL does on SQLite. ON CONFLICT DO
-// NOTHING makes a taken ID return no row instead of an error that would
-// abort the caller's transaction (EnqueueTx) or a batch's.
+// pgInsertSQL writes one job, as insertSQL does on SQLite, at the instant
+// $9, or the server's clock when that is NULL: the enqueue time, and when
+// the job is due. ON CONFLICT DO NOTHING makes a taken ID return no row
+// instead of an error that would abort the caller's transaction
+// (EnqueueTx).
 const pgInsertSQL = `
 INSERT INTO leaseq_jobs (queue, id, qty, payload, status, max_attempts, deadline, run_at, priority,
     due_at, ready, token, created_at, updated_at)
-VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, $9, CASE WHEN $9 <= $10::bigint THEN 1 ELSE 0 END,
-    coalesce((SELECT token FROM leaseq_purged WHERE queue = $1 AND id = $2), 0), $10, $10)
+SELECT $1, $2, $3, $4, 'pending', $5, $6, $7, $8,
+    greatest(coalesce($7, t.now), t.now), CASE WHEN coalesce($7, t.now) <= t.now THEN 1 ELSE 0 END,
+    coalesce((SELECT token FROM leaseq_purged WHERE queue = $1 AND id = $2), 0), t.now, t.now
+FROM (SELECT coalesce($9::bigint, leaseq_now()) AS now) t
 ON CONFLICT (queue, id) DO NOTHING
 RETURNING seq`
 
 // pgInsertManySQL writes a batch in one statement from arrays, in the
-// batch's order, and returns the IDs it wrote: one that is missing was
-// taken.
+// batch's order, at one instant as pgInsertSQL does. A taken ID fails the
+// whole statement with a unique violation, so nothing of the batch is
+// written, and the batch needs no transaction of its own.
 const pgInsertManySQL = `
 INSERT INTO leaseq_jobs (queue, id, qty, payload, status, max_attempts, deadline, run_at, priority,
     due_at, ready, token, created_at, updated_at)
 SELECT $1, u.id, u.qty, u.payload, 'pending', u.max_attempts, u.deadline, u.run_at, u.priority,
-    u.due, CASE WHEN u.due <= $2::bigint THEN 1 ELSE 0 END,
-    coalesce((SELECT p.token FROM leaseq_purged p WHERE p.queue = $1 AND p.id = u.id), 0), $2, $2
-FROM unnest($3::text[], $4::bigint[], $5::bytea[], $6::integer[], $7::bigint[], $8::bigint[], $9::integer[], $10::bigint[])
-    WITH ORDINALITY AS u(id, qty, payload, max_attempts, deadline, run_at, priority, due, ord)
-ORDER BY u.ord
-ON CONFLICT (queue, id) DO NOTHING
-RETURNING id`
+    greatest(coalesce(u.run_at, t.now), t.now), CASE WHEN coalesce(u.run_at, t.now) <= t.now THEN 1 ELSE 0 END,
+    coalesce((SELECT p.token FROM leaseq_purged p WHERE p.queue = $1 AND p.id = u.id), 0), t.now, t.now
+FROM (SELECT coalesce($2::bigint, leaseq_now()) AS now) t,
+    unnest($3::text[], $4::bigint[], $5::bytea[], $6::integer[], $7::bigint[], $8::bigint[], $9::integer[])
+    WITH ORDINALITY AS u(id, qty, payload, max_attempts, deadline, run_at, priority, ord)
+ORDER BY u.ord`
 
 func (e *pgEngine) insert(ctx context.Context, tx execer, q *Queue, j Job, now int64) error {
 	r := q.newRow(j, now)
 	var seq int64
 	err := tx.QueryRowContext(ctx, pgInsertSQL, q.name, j.ID, j.Qty, r.payload, r.maxAttempts,
-		nullMillis(j.Deadline), r.runAt, j.Priority, r.due, now).Scan(&seq)
+		nullMillis(j.Deadline), r.runAt, j.Priority, nowOr(q, now)).Scan(&seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrDuplicate
 	}
@@ -215,11 +224,11 @@ func (e *pgEngine) enqueue(ctx context.Context, q *Queue, jobs []Job, now int64,
 	n := len(jobs)
 	ids, qtys, payloads := make([]string, n), make([]int64, n), make([][]byte, n)
 	maxAttempts, priorities := make([]int32, n), make([]int32, n)
-	deadlines, runAts, dues := make([]*int64, n), make([]*int64, n), make([]int64, n)
+	deadlines, runAts := make([]*int64, n), make([]*int64, n)
 	for i, j := range jobs {
 		r := q.newRow(j, now)
 		ids[i], qtys[i], payloads[i] = j.ID, int64(j.Qty), r.payload
-		maxAttempts[i], priorities[i], dues[i] = int32(r.maxAttempts), int32(j.Priority), r.due
+		maxAttempts[i], priorities[i] = int32(r.maxAttempts), int32(j.Priority)
 		if d := nullMillis(j.Deadline); d.Valid {
 			deadlines[i] = &d.Int64
 		}
@@ -227,38 +236,47 @@ func (e *pgEngine) enqueue(ctx context.Context, q *Queue, jobs []Job, now int64,
 			runAts[i] = &r.runAt.Int64
 		}
 	}
-	bad := -1
-	err := e.write(ctx, func(ctx context.Context, tx execer) error {
-		bad = -1
-		rows, err := tx.QueryContext(ctx, pgInsertManySQL, q.name, now, ids, qtys, payloads, maxAttempts,
-			deadlines, runAts, priorities, dues)
-		if err != nil {
-			return err
-		}
-		written := make(map[string]bool, n)
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			written[id] = true
-		}
-		if err := rows.Close(); err != nil {
-			return err
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for i, id := range ids {
-			if !written[id] {
-				bad = i
-				return ErrDuplicate // rolls back the rest
-			}
-		}
-		return nil
+	err := retrySerialization(ctx, func() error {
+		_, err := e.dbh.ExecContext(ctx, pgInsertManySQL, q.name, nowOr(q, now), ids, qtys, payloads, maxAttempts,
+			deadlines, runAts, priorities)
+		return err
 	})
-	return bad, err
+	if sqlState(err) != sqlStateUniqueViolation {
+		return -1, err
+	}
+	return e.firstTaken(ctx, q, ids), ErrDuplicate
+}
+
+// firstTaken is the index of the first of ids that a job of q has, or -1:
+// which ID a failed batch insert ran into.
+func (e *pgEngine) firstTaken(ctx context.Context, q *Queue, ids []string) int {
+	rows, err := e.dbh.QueryContext(ctx, "SELECT id FROM leaseq_jobs WHERE queue = $1 AND id = ANY($2)", q.name, ids)
+	if err != nil {
+		return -1
+	}
+	defer rows.Close()
+	taken := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if rows.Scan(&id) == nil {
+			taken[id] = true
+		}
+	}
+	for i, id := range ids {
+		if taken[id] {
+			return i
+		}
+	}
+	return -1
+}
+
+// nowOr is the instant argument of a statement judged at now: now, or NULL
+// when the statement reads the server's clock itself.
+func nowOr(q *Queue, now int64) any {
+	if q.serverClock {
+		return nil
+	}
+	return now
 }
 
 // pgClaimSQL claims through leaseq_claim (postgres_schema.sql).

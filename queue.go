@@ -184,7 +184,7 @@ func New(ctx context.Context, db *sql.DB, opts Options) (*Queue, error) {
 	if q.clock == nil {
 		q.clock = systemClock{}
 		if e.serverClock() {
-			q.clock, q.serverClock = serverClock{e}, true
+			q.clock, q.serverClock = e.clock(), true
 		}
 	}
 	if err := e.migrate(ctx); err != nil {

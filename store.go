@@ -109,6 +109,7 @@ func (s *store) db() *sql.DB       { return s.dbh }
 func (s *store) wakers() *wakers   { return &s.wake }
 func (s *store) usable() error     { return dbClosed(s.dbh) }
 func (s *store) serverClock() bool { return false }
+func (s *store) clock() Clock      { return systemClock{} }
 
 // now is never asked of SQLite: its clock is the host's.
 func (s *store) now(context.Context) (int64, error) { return toMillis(time.Now()), nil }
