@@ -82,13 +82,21 @@ var (
 	journal = flag.String("journal", leaseq.JournalMode, "journal_mode of every database outside the journal mode")
 	dir     = flag.String("dir", "", "directory for the database files (default: a new temporary directory)")
 	cpuprof = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	pgURL   = flag.String("pg", "", "postgres:// URL of the server for the pg-* modes (default: $LEASEQ_POSTGRES_URL, else a throwaway cluster)")
 )
 
 func main() {
 	flag.Parse()
 	log.SetFlags(0)
 	start := time.Now()
-	defer func() { fmt.Printf("\n(total %v)\n", time.Since(start).Round(time.Second)) }()
+	defer func() {
+		runExitHooks()
+		fmt.Printf("\n(total %v)\n", time.Since(start).Round(time.Second))
+		if n := failures.Load(); n > 0 {
+			fmt.Printf("%d FAIL lines\n", n)
+			os.Exit(1)
+		}
+	}()
 	if *dir == "" {
 		d, err := os.MkdirTemp("", "leaseq-bench-")
 		check(err)
@@ -123,8 +131,16 @@ func main() {
 			journalMode()
 		case "work":
 			workMode()
+		case "pg-work":
+			pgWorkMode()
+		case "pg-batch":
+			pgBatchMode()
+		case "pg-claimers":
+			pgClaimersMode()
+		case "pg-depth":
+			pgDepthMode()
 		default:
-			log.Fatalf("unknown mode %q", m)
+			fatalf("unknown mode %q", m)
 		}
 	}
 }
@@ -355,7 +371,7 @@ func finishAll(q *leaseq.Queue) {
 		oks, err := q.FinishBatch(ctx, cs)
 		check(err)
 		if slices.Contains(oks, false) {
-			log.Fatal("leaseq: a finish of a fresh claim was refused")
+			fatal("leaseq: a finish of a fresh claim was refused")
 		}
 	}
 }
@@ -380,10 +396,10 @@ func claimFinish(q *leaseq.Queue) {
 	c, ok, err := q.Claim(ctx, "worker", time.Hour)
 	check(err)
 	if !ok {
-		log.Fatal("leaseq: queue ran dry")
+		fatal("leaseq: queue ran dry")
 	}
 	if ok, err := q.Finish(ctx, c); err != nil || !ok {
-		log.Fatalf("leaseq: finish %q: ok=%v err=%v", c.ID, ok, err)
+		fatalf("leaseq: finish %q: ok=%v err=%v", c.ID, ok, err)
 	}
 }
 
@@ -392,7 +408,7 @@ func receiveDelete(q *goqite.Queue) {
 	m, err := q.Receive(ctx)
 	check(err)
 	if m == nil {
-		log.Fatal("goqite: queue ran dry")
+		fatal("goqite: queue ran dry")
 	}
 	check(q.Delete(ctx, m.ID))
 }
@@ -464,7 +480,7 @@ func batchMode() {
 				oks, err := lqCF.FinishBatch(ctx, cs)
 				check(err)
 				if len(cs) != size || slices.Contains(oks, false) {
-					log.Fatalf("leaseq: batch of %d claims, finished %v", len(cs), oks)
+					fatalf("leaseq: batch of %d claims, finished %v", len(cs), oks)
 				}
 			})
 		}},
@@ -541,7 +557,7 @@ func whilePolling(q *leaseq.Queue, k int, measure func()) int64 {
 				c, ok, err := q.Claim(ctx, "poller", time.Minute)
 				check(err)
 				if ok {
-					log.Fatalf("leaseq: an idle poller claimed %q", c.ID)
+					fatalf("leaseq: an idle poller claimed %q", c.ID)
 				}
 				calls.Add(1)
 			}
@@ -655,7 +671,7 @@ var leaseqShapes = []struct {
 			cs, err := q.ClaimBatch(context.Background(), "crashed", lease, 1000)
 			check(err)
 			if len(cs) != 1000 || cs[0].Attempt != 1 {
-				log.Fatalf("expired shape: claimed %d, first attempt %d; want 1000 first claims", len(cs), cs[0].Attempt)
+				fatalf("expired shape: claimed %d, first attempt %d; want 1000 first claims", len(cs), cs[0].Attempt)
 			}
 		}
 		fillLeaseq(q, smallPending)
@@ -681,7 +697,7 @@ var leaseqShapes = []struct {
 		n, err := q.Purge(context.Background(), time.Now().Add(time.Second))
 		check(err)
 		if n != besideRows {
-			log.Fatalf("purged shape: purged %d jobs, want %d", n, besideRows)
+			fatalf("purged shape: purged %d jobs, want %d", n, besideRows)
 		}
 		fillLeaseq(q, smallPending)
 	}},
@@ -733,7 +749,7 @@ func depthMode() {
 			c, ok, err := q.Claim(ctx, "worker", 24*time.Hour)
 			check(err)
 			if !ok || c.Priority != 0 {
-				log.Fatalf("leaseq: claimed %q (ok=%v, priority %d); want a job of priority 0", c.ID, ok, c.Priority)
+				fatalf("leaseq: claimed %q (ok=%v, priority %d); want a job of priority 0", c.ID, ok, c.Priority)
 			}
 		}, func() { check(q.Enqueue(ctx, jobs(1)[0])) }}
 	}
@@ -742,7 +758,7 @@ func depthMode() {
 			m, err := q.Receive(ctx)
 			check(err)
 			if m == nil {
-				log.Fatal("goqite: nothing to receive")
+				fatal("goqite: nothing to receive")
 			}
 		}, func() { check(q.Send(ctx, goqite.Message{Body: []byte("payload")})) }}
 	}
@@ -815,6 +831,34 @@ func medianLatencies(k int, ops []timedOp) []float64 {
 
 func check(err error) {
 	if err != nil {
-		log.Fatal(err)
+		fatal(err)
 	}
+}
+
+// exitHooks run, last added first, when the program ends, however it ends
+// short of a signal: they drop the benchmark's PostgreSQL databases and stop
+// a cluster it started.
+var exitHooks []func()
+
+func atExit(f func()) { exitHooks = append(exitHooks, f) }
+
+func runExitHooks() {
+	for len(exitHooks) > 0 {
+		f := exitHooks[len(exitHooks)-1]
+		exitHooks = exitHooks[:len(exitHooks)-1]
+		f()
+	}
+}
+
+func fatal(v ...any) { runExitHooks(); log.Fatal(v...) }
+
+func fatalf(format string, v ...any) { runExitHooks(); log.Fatalf(format, v...) }
+
+// failures counts the FAIL lines printed: a run with any exits with status 1.
+var failures atomic.Int64
+
+// fail prints a FAIL line: a guarantee a benchmark checks did not hold.
+func fail(format string, v ...any) {
+	failures.Add(1)
+	fmt.Printf("FAIL: "+format+"\n", v...)
 }
