@@ -1,7 +1,8 @@
 // Command bench compares leaseq with goqite v0.4.0, with River v0.51.2 on
 // SQLite (the work mode) and with a bare SQLite commit loop, in one process, in alternating rounds, so that a disk or CPU
 // that is slower during one round slows all three alike and the ratios stay
-// meaningful.
+// meaningful. The pg-* modes compare leaseq's PostgreSQL engine with River
+// v0.51.2 on riverpgxv5, on one server (see below).
 //
 // Every database is a file opened through modernc.org/sqlite with the same
 // DSN: journal_mode=-journal (by default the mode leaseq.Open sets),
@@ -41,10 +42,39 @@
 //	         latency of an idle pool, its CPU per job, and what an idle pool
 //	         of 16 costs in 10 s (CPU, and commits to the file: none).
 //
+// The pg-* modes run on the PostgreSQL server at -pg, else at
+// $LEASEQ_POSTGRES_URL, else on a throwaway cluster started from the
+// installed server binaries (/usr/lib/postgresql/*/bin) and stopped at
+// exit; its settings are the defaults, fsync on. Every benchmark gets fresh
+// databases of its own (River's migrated by rivermigrate), dropped at exit.
+// Each mode reports beside its figures what a job cost the server:
+// transactions, WAL flushes and bytes, and (on a cluster of its own) the
+// server's CPU time. They are not in the default -modes.
+//
+//	pg-work      the worker pool end to end on 20,000 jobs with a no-op
+//	             handler, a fresh database each per round: leaseq Work with
+//	             Concurrency 16 against River's 16 workers (FetchCooldown
+//	             1ms, FetchPollInterval 10ms), both on pools of 32
+//	             connections.
+//	pg-batch     one goroutine inserting batches of 100, one transaction
+//	             each: EnqueueBatch against River's InsertMany and
+//	             InsertManyFast, in alternating chunks of 10 batches.
+//	pg-claimers  Claim+Finish loops of 64 goroutines on a pool of 64
+//	             connections and of 16 on 16, in alternating chunks: every
+//	             error, refused finish, and a stall of 30 s (a deadlock) is a
+//	             FAIL line, and the program exits with status 1.
+//	pg-depth     the median latency of one Claim by queue shape, in turn:
+//	             1,000 pending; 200,000 pending; 1,000 ready behind 50,000
+//	             live leases; 1,000 pending beside 200,000 scheduled for
+//	             tomorrow (synchronous_commit off, as depth runs SQLite with
+//	             synchronous=OFF, so that query cost is not hidden behind
+//	             the WAL flush).
+//
 // Usage:
 //
 //	go run . [-rounds 3] [-modes single,batch,depth,idle,queues,journal,work]
 //	         [-scale 1] [-journal MODE] [-dir DIR] [-cpuprofile FILE]
+//	go run . -modes pg-work,pg-batch,pg-claimers,pg-depth [-pg URL] ...
 package main
 
 import (
@@ -93,7 +123,7 @@ func main() {
 		runExitHooks()
 		fmt.Printf("\n(total %v)\n", time.Since(start).Round(time.Second))
 		if n := failures.Load(); n > 0 {
-			fmt.Printf("%d FAIL lines\n", n)
+			fmt.Fprintf(os.Stderr, "%d FAIL lines on standard output\n", n)
 			os.Exit(1)
 		}
 	}()

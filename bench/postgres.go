@@ -49,8 +49,11 @@ func (d pgDatabase) perJob(k int) pgCounts {
 		(c.walBytes - d.start.walBytes) / per, (c.cpu - d.start.cpu) / per}
 }
 
-func (c pgCounts) String() string {
-	s := fmt.Sprintf("%.2f transactions, %.3f WAL flushes, %.0f WAL bytes", c.xacts, c.walSyncs, c.walBytes)
+func (c pgCounts) String() string { return fmt.Sprintf("%.2f transactions, %s", c.xacts, c.server()) }
+
+// server is the part of the counts that is the whole server's.
+func (c pgCounts) server() string {
+	s := fmt.Sprintf("%.3f WAL flushes, %.0f WAL bytes", c.walSyncs, c.walBytes)
 	if server().pid != 0 {
 		s += fmt.Sprintf(", server CPU %v", time.Duration(c.cpu*float64(time.Second)).Round(time.Microsecond))
 	}
@@ -297,7 +300,7 @@ func pgClaimersMode() {
 	// only for the server, over both databases' jobs.
 	w, n := wideDB.perJob(k**rounds), narrowDB.perJob(2*k**rounds)
 	fmt.Printf("  per job, enqueueing included: transactions %.2f (64 goroutines), %.2f (16); both together: %v\n",
-		w.xacts, 2*n.xacts, pgCounts{walSyncs: n.walSyncs, walBytes: n.walBytes, cpu: n.cpu})
+		w.xacts, 2*n.xacts, n.server())
 }
 
 // pgDepthMode measures the median latency of one Claim by queue shape, the
