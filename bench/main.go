@@ -1,7 +1,8 @@
 // Command bench compares leaseq with goqite v0.4.0, with River v0.51.2 on
 // SQLite (the work mode) and with a bare SQLite commit loop, in one process, in alternating rounds, so that a disk or CPU
 // that is slower during one round slows all three alike and the ratios stay
-// meaningful.
+// meaningful. The pg-* modes compare leaseq's PostgreSQL engine with River
+// v0.51.2 on riverpgxv5, on one server (see below).
 //
 // Every database is a file opened through modernc.org/sqlite with the same
 // DSN: journal_mode=-journal (by default the mode leaseq.Open sets),
@@ -41,10 +42,39 @@
 //	         latency of an idle pool, its CPU per job, and what an idle pool
 //	         of 16 costs in 10 s (CPU, and commits to the file: none).
 //
+// The pg-* modes run on the PostgreSQL server at -pg, else at
+// $LEASEQ_POSTGRES_URL, else on a throwaway cluster started from the
+// installed server binaries (/usr/lib/postgresql/*/bin) and stopped at
+// exit; its settings are the defaults, fsync on. Every benchmark gets fresh
+// databases of its own (River's migrated by rivermigrate), dropped at exit.
+// Each mode reports beside its figures what a job cost the server:
+// transactions, WAL flushes and bytes, and (on a cluster of its own) the
+// server's CPU time. They are not in the default -modes.
+//
+//	pg-work      the worker pool end to end on 20,000 jobs with a no-op
+//	             handler, a fresh database each per round: leaseq Work with
+//	             Concurrency 16 against River's 16 workers (FetchCooldown
+//	             1ms, FetchPollInterval 10ms), both on pools of 32
+//	             connections.
+//	pg-batch     one goroutine inserting batches of 100, one transaction
+//	             each: EnqueueBatch against River's InsertMany and
+//	             InsertManyFast, in alternating chunks of 10 batches.
+//	pg-claimers  Claim+Finish loops of 64 goroutines on a pool of 64
+//	             connections and of 16 on 16, in alternating chunks: every
+//	             error, refused finish, and a stall of 30 s (a deadlock) is a
+//	             FAIL line, and the program exits with status 1.
+//	pg-depth     the median latency of one Claim by queue shape, in turn:
+//	             1,000 pending; 200,000 pending; 1,000 ready behind 50,000
+//	             live leases; 1,000 pending beside 200,000 scheduled for
+//	             tomorrow (synchronous_commit off, as depth runs SQLite with
+//	             synchronous=OFF, so that query cost is not hidden behind
+//	             the WAL flush).
+//
 // Usage:
 //
 //	go run . [-rounds 3] [-modes single,batch,depth,idle,queues,journal,work]
 //	         [-scale 1] [-journal MODE] [-dir DIR] [-cpuprofile FILE]
+//	go run . -modes pg-work,pg-batch,pg-claimers,pg-depth [-pg URL] ...
 package main
 
 import (
@@ -82,13 +112,21 @@ var (
 	journal = flag.String("journal", leaseq.JournalMode, "journal_mode of every database outside the journal mode")
 	dir     = flag.String("dir", "", "directory for the database files (default: a new temporary directory)")
 	cpuprof = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	pgURL   = flag.String("pg", "", "postgres:// URL of the server for the pg-* modes (default: $LEASEQ_POSTGRES_URL, else a throwaway cluster)")
 )
 
 func main() {
 	flag.Parse()
 	log.SetFlags(0)
 	start := time.Now()
-	defer func() { fmt.Printf("\n(total %v)\n", time.Since(start).Round(time.Second)) }()
+	defer func() {
+		runExitHooks()
+		fmt.Printf("\n(total %v)\n", time.Since(start).Round(time.Second))
+		if n := failures.Load(); n > 0 {
+			fmt.Fprintf(os.Stderr, "%d FAIL lines on standard output\n", n)
+			os.Exit(1)
+		}
+	}()
 	if *dir == "" {
 		d, err := os.MkdirTemp("", "leaseq-bench-")
 		check(err)
@@ -123,8 +161,16 @@ func main() {
 			journalMode()
 		case "work":
 			workMode()
+		case "pg-work":
+			pgWorkMode()
+		case "pg-batch":
+			pgBatchMode()
+		case "pg-claimers":
+			pgClaimersMode()
+		case "pg-depth":
+			pgDepthMode()
 		default:
-			log.Fatalf("unknown mode %q", m)
+			fatalf("unknown mode %q", m)
 		}
 	}
 }
@@ -355,7 +401,7 @@ func finishAll(q *leaseq.Queue) {
 		oks, err := q.FinishBatch(ctx, cs)
 		check(err)
 		if slices.Contains(oks, false) {
-			log.Fatal("leaseq: a finish of a fresh claim was refused")
+			fatal("leaseq: a finish of a fresh claim was refused")
 		}
 	}
 }
@@ -380,10 +426,10 @@ func claimFinish(q *leaseq.Queue) {
 	c, ok, err := q.Claim(ctx, "worker", time.Hour)
 	check(err)
 	if !ok {
-		log.Fatal("leaseq: queue ran dry")
+		fatal("leaseq: queue ran dry")
 	}
 	if ok, err := q.Finish(ctx, c); err != nil || !ok {
-		log.Fatalf("leaseq: finish %q: ok=%v err=%v", c.ID, ok, err)
+		fatalf("leaseq: finish %q: ok=%v err=%v", c.ID, ok, err)
 	}
 }
 
@@ -392,7 +438,7 @@ func receiveDelete(q *goqite.Queue) {
 	m, err := q.Receive(ctx)
 	check(err)
 	if m == nil {
-		log.Fatal("goqite: queue ran dry")
+		fatal("goqite: queue ran dry")
 	}
 	check(q.Delete(ctx, m.ID))
 }
@@ -464,7 +510,7 @@ func batchMode() {
 				oks, err := lqCF.FinishBatch(ctx, cs)
 				check(err)
 				if len(cs) != size || slices.Contains(oks, false) {
-					log.Fatalf("leaseq: batch of %d claims, finished %v", len(cs), oks)
+					fatalf("leaseq: batch of %d claims, finished %v", len(cs), oks)
 				}
 			})
 		}},
@@ -541,7 +587,7 @@ func whilePolling(q *leaseq.Queue, k int, measure func()) int64 {
 				c, ok, err := q.Claim(ctx, "poller", time.Minute)
 				check(err)
 				if ok {
-					log.Fatalf("leaseq: an idle poller claimed %q", c.ID)
+					fatalf("leaseq: an idle poller claimed %q", c.ID)
 				}
 				calls.Add(1)
 			}
@@ -655,7 +701,7 @@ var leaseqShapes = []struct {
 			cs, err := q.ClaimBatch(context.Background(), "crashed", lease, 1000)
 			check(err)
 			if len(cs) != 1000 || cs[0].Attempt != 1 {
-				log.Fatalf("expired shape: claimed %d, first attempt %d; want 1000 first claims", len(cs), cs[0].Attempt)
+				fatalf("expired shape: claimed %d, first attempt %d; want 1000 first claims", len(cs), cs[0].Attempt)
 			}
 		}
 		fillLeaseq(q, smallPending)
@@ -681,7 +727,7 @@ var leaseqShapes = []struct {
 		n, err := q.Purge(context.Background(), time.Now().Add(time.Second))
 		check(err)
 		if n != besideRows {
-			log.Fatalf("purged shape: purged %d jobs, want %d", n, besideRows)
+			fatalf("purged shape: purged %d jobs, want %d", n, besideRows)
 		}
 		fillLeaseq(q, smallPending)
 	}},
@@ -733,7 +779,7 @@ func depthMode() {
 			c, ok, err := q.Claim(ctx, "worker", 24*time.Hour)
 			check(err)
 			if !ok || c.Priority != 0 {
-				log.Fatalf("leaseq: claimed %q (ok=%v, priority %d); want a job of priority 0", c.ID, ok, c.Priority)
+				fatalf("leaseq: claimed %q (ok=%v, priority %d); want a job of priority 0", c.ID, ok, c.Priority)
 			}
 		}, func() { check(q.Enqueue(ctx, jobs(1)[0])) }}
 	}
@@ -742,7 +788,7 @@ func depthMode() {
 			m, err := q.Receive(ctx)
 			check(err)
 			if m == nil {
-				log.Fatal("goqite: nothing to receive")
+				fatal("goqite: nothing to receive")
 			}
 		}, func() { check(q.Send(ctx, goqite.Message{Body: []byte("payload")})) }}
 	}
@@ -815,6 +861,34 @@ func medianLatencies(k int, ops []timedOp) []float64 {
 
 func check(err error) {
 	if err != nil {
-		log.Fatal(err)
+		fatal(err)
 	}
+}
+
+// exitHooks run, last added first, when the program ends, however it ends
+// short of a signal: they drop the benchmark's PostgreSQL databases and stop
+// a cluster it started.
+var exitHooks []func()
+
+func atExit(f func()) { exitHooks = append(exitHooks, f) }
+
+func runExitHooks() {
+	for len(exitHooks) > 0 {
+		f := exitHooks[len(exitHooks)-1]
+		exitHooks = exitHooks[:len(exitHooks)-1]
+		f()
+	}
+}
+
+func fatal(v ...any) { runExitHooks(); log.Fatal(v...) }
+
+func fatalf(format string, v ...any) { runExitHooks(); log.Fatalf(format, v...) }
+
+// failures counts the FAIL lines printed: a run with any exits with status 1.
+var failures atomic.Int64
+
+// fail prints a FAIL line: a guarantee a benchmark checks did not hold.
+func fail(format string, v ...any) {
+	failures.Add(1)
+	fmt.Printf("FAIL: "+format+"\n", v...)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/leaseq/leaseq"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
 )
@@ -38,13 +39,22 @@ type noopWorker struct {
 
 func (w *noopWorker) Work(context.Context, *river.Job[noopArgs]) error { w.ran(); return nil }
 
-// riverRate runs k jobs through River with g workers and returns jobs/s.
+// riverRate runs k jobs through River on SQLite with g workers and
+// returns jobs/s.
 func riverRate(name string, g, k int) float64 {
-	ctx := context.Background()
 	db := open(name, "FULL")
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	driver := riversqlite.New(db)
+	r, _ := riverRateOn(riversqlite.New(db), g, k)
+	return r
+}
+
+// riverRateOn runs River's migrations on driver's database, inserts k jobs
+// (InsertMany, 1000 per call) and returns the jobs/s of g workers from the
+// client's start until every job ran and the client stopped, and the
+// process CPU time per job meanwhile.
+func riverRateOn[TTx any](driver riverdriver.Driver[TTx], g, k int) (rate float64, cpuPerJob time.Duration) {
+	ctx := context.Background()
 	mig, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: quiet})
 	check(err)
 	_, err = mig.Migrate(ctx, rivermigrate.DirectionUp, nil)
@@ -75,11 +85,12 @@ func riverRate(name string, g, k int) float64 {
 		check(err)
 		left -= c
 	}
+	cpu0 := cpuTime()
 	start := time.Now()
 	check(client.Start(ctx))
 	<-all
 	check(client.Stop(ctx))
-	return float64(k) / time.Since(start).Seconds()
+	return float64(k) / time.Since(start).Seconds(), (cpuTime() - cpu0) / time.Duration(k)
 }
 
 // quiet drops River's log records.
@@ -90,6 +101,13 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 func workRate(name string, g, k int) (rate float64, cpuPerJob time.Duration) {
 	q := newLeaseq(name, "FULL", leaseq.Options{})
 	defer q.DB().Close()
+	return workRateOn(q, g, k)
+}
+
+// workRateOn enqueues k jobs into q and runs them through Work with
+// concurrency g: jobs/s from Work's start until it returned, and the
+// process CPU time per job.
+func workRateOn(q *leaseq.Queue, g, k int) (rate float64, cpuPerJob time.Duration) {
 	fillLeaseq(q, k)
 	var done atomic.Int64
 	all := make(chan struct{})
