@@ -29,7 +29,7 @@ import (
 // returns. Pass the claim to [Queue.Finish], [Queue.Extend],
 // [Queue.Release] or [Queue.Fail].
 func (q *Queue) Claim(ctx context.Context, owner string, lease time.Duration) (Claim, bool, error) {
-	cs, err := q.claimN(ctx, "claim", owner, lease, 1, true)
+	cs, err := q.claimN(ctx, "claim", owner, lease, 1, shareCalls)
 	if err != nil || len(cs) == 0 {
 		return Claim{}, false, err
 	}
@@ -47,17 +47,16 @@ func (q *Queue) ClaimBatch(ctx context.Context, owner string, lease time.Duratio
 	if max < 1 {
 		return nil, opError("claim batch", as(owner), invalid("max %d is not positive", max))
 	}
-	cs, err := q.claimN(ctx, "claim batch", owner, lease, max, false)
+	cs, err := q.claimN(ctx, "claim batch", owner, lease, max, shareNone)
 	if err == nil && cs == nil {
 		cs = []Claim{} // idle: decided without a transaction
 	}
 	return cs, err
 }
 
-// claimN claims up to max jobs in one transaction; group lets it share one
-// with other calls (Claim, and Work's claims; ClaimBatch is a group
-// already). Nothing claimable is nil, nil.
-func (q *Queue) claimN(ctx context.Context, op, owner string, lease time.Duration, max int, group bool) ([]Claim, error) {
+// claimN claims up to max jobs in one transaction, which share says it
+// may share with other calls. Nothing claimable is nil, nil.
+func (q *Queue) claimN(ctx context.Context, op, owner string, lease time.Duration, max int, share sharing) ([]Claim, error) {
 	if err := q.usable(); err != nil {
 		return nil, opError(op, as(owner), err)
 	}
@@ -68,7 +67,7 @@ func (q *Queue) claimN(ctx context.Context, op, owner string, lease time.Duratio
 	if err := problem(why); err != nil {
 		return nil, opError(op, as(owner), err)
 	}
-	cs, err := q.e.claim(ctx, q, owner, lease, max, group)
+	cs, err := q.e.claim(ctx, q, owner, lease, max, share)
 	if err != nil {
 		return nil, opError(op, as(owner), err)
 	}
@@ -77,7 +76,7 @@ func (q *Queue) claimN(ctx context.Context, op, owner string, lease time.Duratio
 
 // claim runs claimTx in a write transaction, which only a Claim whose idle
 // check found work begins.
-func (s *store) claim(ctx context.Context, q *Queue, owner string, lease time.Duration, max int, group bool) ([]Claim, error) {
+func (s *store) claim(ctx context.Context, q *Queue, owner string, lease time.Duration, max int, share sharing) ([]Claim, error) {
 	var cs []Claim
 	body := func(ctx context.Context, tx execer) error {
 		var err error
@@ -85,7 +84,7 @@ func (s *store) claim(ctx context.Context, q *Queue, owner string, lease time.Du
 		return err
 	}
 	var err error
-	if group {
+	if share != shareNone {
 		err = s.groupTx(ctx, q, q.claimIdle, body)
 	} else {
 		err = s.writeTx(ctx, q.claimIdle, body)
@@ -225,10 +224,6 @@ func (q *Queue) claimTx(ctx context.Context, tx execer, owner string, lease time
 // highest priority first, then in enqueue order.
 func scanClaims(rows *sql.Rows, owner string) ([]Claim, error) {
 	defer rows.Close()
-	type seqClaim struct {
-		seq int64
-		Claim
-	}
 	var got []seqClaim
 	for rows.Next() {
 		c := seqClaim{Claim: Claim{Owner: owner}}
@@ -237,16 +232,33 @@ func scanClaims(rows *sql.Rows, owner string) ([]Claim, error) {
 		if err := rows.Scan(&c.seq, &c.ID, &c.Qty, &c.Payload, &c.Token, &c.Attempt, &leaseUntil, &deadline, &c.Priority); err != nil {
 			return nil, err
 		}
-		c.LeaseUntil, c.Deadline = fromMillis(leaseUntil), nullTime(deadline)
-		if len(c.Payload) == 0 {
-			c.Payload = nil
-		}
-		got = append(got, c)
+		got = append(got, c.read(leaseUntil, deadline))
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	// RETURNING gives rows in no promised order.
+	return claimOrder(got), nil
+}
+
+// seqClaim is a claim as a claim statement returns it, with the job's
+// enqueue order.
+type seqClaim struct {
+	seq int64
+	Claim
+}
+
+// read completes c from the stored lease end and deadline.
+func (c seqClaim) read(leaseUntil int64, deadline sql.NullInt64) seqClaim {
+	c.LeaseUntil, c.Deadline = fromMillis(leaseUntil), nullTime(deadline)
+	if len(c.Payload) == 0 {
+		c.Payload = nil
+	}
+	return c
+}
+
+// claimOrder returns the claims highest priority first, then in enqueue
+// order: RETURNING gives rows in no promised order.
+func claimOrder(got []seqClaim) []Claim {
 	slices.SortFunc(got, func(a, b seqClaim) int {
 		return cmp.Or(cmp.Compare(b.Priority, a.Priority), cmp.Compare(a.seq, b.seq))
 	})
@@ -254,5 +266,5 @@ func scanClaims(rows *sql.Rows, owner string) ([]Claim, error) {
 	for i, c := range got {
 		cs[i] = c.Claim
 	}
-	return cs, nil
+	return cs
 }

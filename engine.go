@@ -39,10 +39,10 @@ type engine interface {
 	insert(ctx context.Context, tx execer, q *Queue, j Job, now int64) error
 	// claim leases up to max claimable jobs to owner (rules 1, 6 and 39):
 	// none, and a nil error, when nothing is claimable.
-	claim(ctx context.Context, q *Queue, owner string, lease time.Duration, max int, one bool) ([]Claim, error)
+	claim(ctx context.Context, q *Queue, owner string, lease time.Duration, max int, share sharing) ([]Claim, error)
 	// settle runs fenced calls, all in one transaction at one instant, and
 	// reports for each whether its fence matched.
-	settle(ctx context.Context, q *Queue, fs []fenced, one bool) ([]settled, error)
+	settle(ctx context.Context, q *Queue, fs []fenced, share sharing) ([]settled, error)
 	// operate runs an operator's unfenced update of one job (Requeue,
 	// Cancel); when it matched no row, the row as it is says why.
 	operate(ctx context.Context, q *Queue, o operation) (refusal, error)
@@ -66,6 +66,22 @@ type engine interface {
 	// release ends one Queue's use of the engine (Queue.Close).
 	release()
 }
+
+// sharing says whether a call may share its transaction with other calls.
+type sharing int
+
+const (
+	// shareNone: a transaction of its own (a batch is a group already).
+	shareNone sharing = iota
+	// shareCalls: a single call, which may join other single calls'
+	// transaction (SQLite's group commit; on PostgreSQL, its own
+	// statement).
+	shareCalls
+	// sharePool: a worker pool's claim or finish, which on PostgreSQL too
+	// is gathered with the other pool calls of its queue into one
+	// statement (postgres_pool.go).
+	sharePool
+)
 
 // fenceKind is which fenced call a fenced statement is.
 type fenceKind int
@@ -149,7 +165,7 @@ func openEngine(ctx context.Context, db *sql.DB) (engine, error) {
 // scheduled jobs, and how long a worker's timers run. It is this host's
 // clock corrected by the server's offset from it, measured at most once per
 // serverClockRefresh by a reading of the server's clock, so that these
-// uses cost no round trip each; the offset is good to half a round trip.
+// uses cost no round trip each; it lags the server's by up to a round trip.
 // Until the server has been read once, and while it cannot be, the host's
 // clock stands in (a call that then writes fails on the same unreachable
 // server).
@@ -172,11 +188,15 @@ func (c *serverClock) Now() time.Time {
 	if c.read.IsZero() || time.Since(c.read) >= serverClockRefresh {
 		ctx, cancel := context.WithTimeout(context.Background(), serverClockWait)
 		defer cancel()
-		before := time.Now()
 		ms, err := c.e.now(ctx)
 		after := time.Now()
 		if err == nil {
-			c.offset = fromMillis(ms).Sub(before.Add(after.Sub(before) / 2))
+			// Against the host's clock after the reading, never before it:
+			// the estimate then lags the server's clock (by the reply's
+			// trip and the millisecond the reading was truncated to) and
+			// never runs ahead of it, so a worker's timer for a lease end
+			// fires at the end or just after, not before it.
+			c.offset = fromMillis(ms).Sub(after)
 			c.read = after
 		}
 	}

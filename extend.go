@@ -25,7 +25,7 @@ SET lease_until = min(?5 + ?6, coalesce(deadline, ?5 + ?6)), due_at = min(?5 + ?
 // Claim could not have returned, is [ErrInvalid].
 func (q *Queue) Extend(ctx context.Context, c Claim, lease time.Duration) (Claim, bool, error) {
 	until, ok, err := q.settle(ctx, "extend", fenced{c: c, kind: fenceExtend,
-		args: []any{lease.Milliseconds()}}, leaseProblem(lease))
+		args: []any{lease.Milliseconds()}}, leaseProblem(lease), shareCalls)
 	if err != nil || !ok {
 		return c, false, err
 	}

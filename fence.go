@@ -44,7 +44,7 @@ func fencedTx(ctx context.Context, tx execer, q *Queue, query string, f fenced, 
 // settle runs fenced calls on SQLite: a single one in a (possibly shared)
 // transaction at the clock read under the lock, a batch in one transaction
 // at one instant.
-func (s *store) settle(ctx context.Context, q *Queue, fs []fenced, group bool) ([]settled, error) {
+func (s *store) settle(ctx context.Context, q *Queue, fs []fenced, share sharing) ([]settled, error) {
 	out := make([]settled, len(fs))
 	body := func(ctx context.Context, tx execer) error {
 		now := q.now()
@@ -56,7 +56,7 @@ func (s *store) settle(ctx context.Context, q *Queue, fs []fenced, group bool) (
 		}
 		return nil
 	}
-	if group {
+	if share != shareNone {
 		return out, s.groupTx(ctx, q, nil, body)
 	}
 	return out, s.writeTx(ctx, nil, body)
@@ -66,7 +66,7 @@ func (s *store) settle(ctx context.Context, q *Queue, fs []fenced, group bool) (
 // the queue's clock read under the lock. why, if not "", refuses the call's
 // own arguments; a claim that Claim could not have returned is refused
 // too. Both are ErrInvalid and write nothing.
-func (q *Queue) settle(ctx context.Context, op string, f fenced, why string) (leaseUntil int64, ok bool, err error) {
+func (q *Queue) settle(ctx context.Context, op string, f fenced, why string, share sharing) (leaseUntil int64, ok bool, err error) {
 	if err := q.usable(); err != nil {
 		return 0, false, opError(op, job(f.c.ID), err)
 	}
@@ -79,7 +79,7 @@ func (q *Queue) settle(ctx context.Context, op string, f fenced, why string) (le
 	if !storedNames(f.c) {
 		return 0, false, nil
 	}
-	r, err := q.e.settle(ctx, q, []fenced{f}, true)
+	r, err := q.e.settle(ctx, q, []fenced{f}, share)
 	if err != nil {
 		return 0, false, opError(op, job(f.c.ID), err)
 	}
@@ -113,7 +113,7 @@ func (q *Queue) settleBatch(ctx context.Context, op string, fs []fenced) ([]bool
 	for k, i := range asked {
 		ask[k] = fs[i]
 	}
-	rs, err := q.e.settle(ctx, q, ask, false)
+	rs, err := q.e.settle(ctx, q, ask, shareNone)
 	if err != nil {
 		return nil, opError(op, "", err)
 	}

@@ -14,7 +14,13 @@ const finishSQL = `UPDATE leaseq_jobs SET status = 'done', ready = 0, updated_at
 // claim at all (empty ID or owner, token <= 0: [ErrInvalid]); it never means
 // "your lease was lost".
 func (q *Queue) Finish(ctx context.Context, c Claim) (bool, error) {
-	_, ok, err := q.settle(ctx, "finish", fenced{c: c, kind: fenceFinish}, "")
+	return q.finish(ctx, c, shareCalls)
+}
+
+// finish is Finish, sharing its transaction as share allows (Work's are
+// sharePool).
+func (q *Queue) finish(ctx context.Context, c Claim, share sharing) (bool, error) {
+	_, ok, err := q.settle(ctx, "finish", fenced{c: c, kind: fenceFinish}, "", share)
 	return ok, err
 }
 

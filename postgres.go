@@ -50,6 +50,10 @@ type pgEngine struct {
 	// serverNow is the clock of the engine's Queues that have none of
 	// their own.
 	serverNow *serverClock
+	// pools gather the worker pools' calls of each queue
+	// (postgres_pool.go).
+	poolsMu sync.Mutex
+	pools   map[string]*pgPool
 	// migrated is set once the schema is known to be current.
 	migratedMu sync.Mutex
 	migrated   bool
@@ -293,7 +297,10 @@ FROM leaseq_claim($1, $2, $3, $4, $5)`
 // server until the cancellation reached it, hiding them from other
 // claimers and their sweeps for that while, and then take back claims the
 // caller may already have been told about.
-func (e *pgEngine) claim(ctx context.Context, q *Queue, owner string, lease time.Duration, max int, _ bool) ([]Claim, error) {
+func (e *pgEngine) claim(ctx context.Context, q *Queue, owner string, lease time.Duration, max int, share sharing) ([]Claim, error) {
+	if share == sharePool && q.serverClock {
+		return e.pool(q).claim(ctx, owner, lease, max)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -393,7 +400,11 @@ func (e *pgEngine) finishMany(ctx context.Context, q *Queue, fs []fenced) ([]set
 // settle runs a single fenced call as one statement, and a batch of
 // finishes as one statement too (finishMany); any other batch runs in one
 // transaction at one instant: the queue's clock, or the server's read once.
-func (e *pgEngine) settle(ctx context.Context, q *Queue, fs []fenced, _ bool) ([]settled, error) {
+func (e *pgEngine) settle(ctx context.Context, q *Queue, fs []fenced, share sharing) ([]settled, error) {
+	if share == sharePool && q.serverClock && len(fs) == 1 && fs[0].kind == fenceFinish {
+		r, err := e.pool(q).finish(ctx, fs[0].c)
+		return []settled{r}, err
+	}
 	if len(fs) > 1 && !slices.ContainsFunc(fs, func(f fenced) bool { return f.kind != fenceFinish }) {
 		return e.finishMany(ctx, q, fs)
 	}

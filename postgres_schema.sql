@@ -157,3 +157,34 @@ CREATE OR REPLACE TRIGGER leaseq_counts_update AFTER UPDATE OF status ON leaseq_
 CREATE OR REPLACE TRIGGER leaseq_counts_delete AFTER DELETE ON leaseq_jobs FOR EACH ROW
   WHEN (OLD.status IN ('done', 'quarantined'))
   EXECUTE FUNCTION leaseq_count();
+
+-- leaseq_pool_step is what the worker pools of one process on one queue
+-- have gathered while the last step ran (postgres_pool.go): the finishes of
+-- their handlers, then their claims, in one statement at one instant on the
+-- server's clock, so that many pools' results and next jobs share one
+-- commit. Finishes come first and each is fenced as pgFenceSQL fences one;
+-- the rows of accepted finishes come back with req 0, the claims of the
+-- i-th claim request with req i.
+CREATE OR REPLACE FUNCTION leaseq_pool_step(p_queue text, f_ids text[], f_owners text[], f_tokens bigint[],
+                                            c_owners text[], c_leases bigint[], c_maxes integer[])
+RETURNS TABLE (req integer, seq bigint, id text, owner text, qty bigint, payload bytea, token bigint,
+               attempts integer, lease_until bigint, deadline bigint, priority integer)
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+DECLARE
+  t bigint := leaseq_now();
+BEGIN
+  RETURN QUERY
+  UPDATE leaseq_jobs j SET status = 'done', ready = 0, updated_at = t
+  FROM unnest(f_ids, f_owners, f_tokens) AS c(id, owner, token)
+  WHERE j.queue = p_queue AND j.id = c.id AND j.owner = c.owner AND j.token = c.token AND j.status = 'leased'
+    AND j.lease_until > t AND (j.deadline IS NULL OR j.deadline > t)
+  RETURNING 0, j.seq, j.id, j.owner, j.qty, NULL::bytea, j.token, j.attempts, j.lease_until, j.deadline, j.priority;
+  FOR i IN 1 .. coalesce(array_length(c_owners, 1), 0) LOOP
+    RETURN QUERY
+    SELECT i, r.seq, r.id, c_owners[i], r.qty, r.payload, r.token, r.attempts, r.lease_until, r.deadline, r.priority
+    FROM leaseq_claim(p_queue, c_owners[i], t, c_leases[i], c_maxes[i]) r;
+  END LOOP;
+END $$;

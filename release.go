@@ -32,7 +32,7 @@ SET status = CASE WHEN attempts >= max_attempts OR ?5 + ?6 >= coalesce(deadline,
 // [ErrInvalid]. A reason is never refused; see [Queue.Fail] for how it is
 // stored.
 func (q *Queue) Release(ctx context.Context, c Claim, delay time.Duration, reason string) (bool, error) {
-	_, ok, err := q.settle(ctx, "release", releaseFenced(c, delay, reason), delayProblem(delay))
+	_, ok, err := q.settle(ctx, "release", releaseFenced(c, delay, reason), delayProblem(delay), shareCalls)
 	if ok {
 		q.e.wakers().signal(q.name) // claimable now, or a new instant for sleeping workers
 	}
@@ -59,7 +59,7 @@ const failSQL = `UPDATE leaseq_jobs SET status = 'quarantined', ready = 0, reaso
 // NUL bytes are dropped, and it is cut to [MaxReasonLen] bytes at a
 // character boundary. [Queue.Get] shows it as State.Reason.
 func (q *Queue) Fail(ctx context.Context, c Claim, reason string) (bool, error) {
-	_, ok, err := q.settle(ctx, "fail", failFenced(c, reason), "")
+	_, ok, err := q.settle(ctx, "fail", failFenced(c, reason), "", shareCalls)
 	return ok, err
 }
 

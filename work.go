@@ -174,7 +174,7 @@ func (p *pool) run(ctx context.Context) error {
 		var sleep <-chan time.Time // nil: nothing to wait for but events
 		p.reap()
 		if free := p.opts.Concurrency - p.running; free > 0 {
-			cs, err := p.q.claimN(ctx, "work", p.opts.Owner, p.opts.Lease, free, true)
+			cs, err := p.q.claimN(ctx, "work", p.opts.Owner, p.opts.Lease, free, sharePool)
 			// A claim that committed as ctx ended is run too, under the
 			// drain: dropped, its jobs would stay leased to a pool that is
 			// gone until their leases end.
@@ -461,7 +461,7 @@ func (p *pool) outcome(c Claim, err, cause error) (string, func(context.Context)
 	var retry *retryAfterError
 	switch {
 	case err == nil:
-		return "finished", func(ctx context.Context) (bool, error) { return p.q.Finish(ctx, c) }
+		return "finished", func(ctx context.Context) (bool, error) { return p.q.finish(ctx, c, sharePool) }
 	case errors.Is(cause, ErrShutdown):
 		return "released at shutdown", func(ctx context.Context) (bool, error) {
 			return p.q.Release(ctx, c, 0, "worker shut down: "+err.Error())
