@@ -265,11 +265,21 @@ const pgClaimSQL = `SELECT seq, id, qty, payload, token, attempts, lease_until, 
 FROM leaseq_claim($1, $2, $3, $4, $5)`
 
 // claim runs leaseq_claim as one statement. An idle claim changes no row
-// and so takes no lock (rule 23 in README's "The rules").
+// and so takes no lock (rule 23 in README's "The rules"). An injected clock
+// is read once the claim holds its connection, so that a wait for one (a
+// new connection takes a while, more so while the server recovers) does
+// not leave the claim judging at a stale instant (rule 8); the rows it
+// takes it locks itself, so it cannot read a clock of this process after
+// that.
 func (e *pgEngine) claim(ctx context.Context, q *Queue, owner string, lease time.Duration, max int, _ bool) ([]Claim, error) {
 	var cs []Claim
 	err := retrySerialization(ctx, func() error {
-		rows, err := e.dbh.QueryContext(ctx, pgClaimSQL, q.name, owner, q.nowArg(), lease.Milliseconds(), max)
+		conn, err := e.dbh.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		rows, err := conn.QueryContext(ctx, pgClaimSQL, q.name, owner, q.nowArg(), lease.Milliseconds(), max)
 		if err != nil {
 			return err
 		}
@@ -310,19 +320,43 @@ SET status = CASE WHEN attempts >= max_attempts OR ` + pgNow + ` + $6 >= coalesc
 	fenceFail: `UPDATE leaseq_jobs SET status = 'quarantined', ready = 0, reason = $6, updated_at = ` + pgNow + pgFenceSQL,
 }
 
-// settle runs a single fenced call as one statement, or a batch in one
-// transaction at one instant: the queue's clock, or the server's read once.
+// pgLockSQL locks the rows of jobs of a queue, in ID order, so that the
+// calls on them read the clock only once they hold them (rule 8).
+const pgLockSQL = `SELECT 1 FROM leaseq_jobs WHERE queue = $1 AND id = ANY($2) ORDER BY id FOR UPDATE`
+
+// lockJobs locks the rows of the jobs ids of q in tx.
+func lockJobs(ctx context.Context, tx execer, q *Queue, ids ...string) error {
+	_, err := tx.ExecContext(ctx, pgLockSQL, q.name, ids)
+	return err
+}
+
+// settle runs a single fenced call judged by the server's clock as one
+// statement, which reads the clock itself. Anything else runs in one
+// transaction at one instant, the queue's clock or the server's, read once
+// the transaction holds the calls' rows (rule 8): an injected clock is read
+// in this process, and read before the statement it would be stale by
+// however long the statement then took to reach the row — waiting for
+// another transaction's lock on it, or in a process stalled between the
+// reading and the sending — and a call could then be judged, at its earlier
+// instant, on a row that a call judged later had already changed.
 func (e *pgEngine) settle(ctx context.Context, q *Queue, fs []fenced, _ bool) ([]settled, error) {
 	out := make([]settled, len(fs))
-	if len(fs) == 1 {
+	if len(fs) == 1 && q.serverClock {
 		err := retrySerialization(ctx, func() error {
 			var err error
-			out[0], err = fencedTx(ctx, pgDB{e.dbh}, q, postgresFenced[fs[0].kind], fs[0], q.nowArg())
+			out[0], err = fencedTx(ctx, pgDB{e.dbh}, q, postgresFenced[fs[0].kind], fs[0], nil)
 			return err
 		})
 		return out, pgError(err)
 	}
+	ids := make([]string, len(fs))
+	for i, f := range fs {
+		ids[i] = f.c.ID
+	}
 	err := e.write(ctx, func(ctx context.Context, tx execer) error {
+		if err := lockJobs(ctx, tx, q, ids...); err != nil {
+			return err
+		}
 		now := q.nowArg()
 		if now == nil {
 			var ms int64
@@ -343,10 +377,14 @@ func (e *pgEngine) settle(ctx context.Context, q *Queue, fs []fenced, _ bool) ([
 }
 
 // operate runs an operator's update, and reads the row when it matched
-// none, in one transaction.
+// none, in one transaction, at the queue's clock read once the transaction
+// holds the row (rule 8; see settle).
 func (e *pgEngine) operate(ctx context.Context, q *Queue, o operation) (refusal, error) {
 	var r refusal
 	err := e.write(ctx, func(ctx context.Context, tx execer) error {
+		if err := lockJobs(ctx, tx, q, o.id); err != nil {
+			return err
+		}
 		r = refusal{now: q.now()}
 		var err error
 		r.applied, err = runOperation(ctx, tx, q, o, r.now)
