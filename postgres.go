@@ -271,6 +271,13 @@ FROM leaseq_claim($1, $2, $3, $4, $5)`
 // not leave the claim judging at a stale instant (rule 8); the rows it
 // takes it locks itself, so it cannot read a clock of this process after
 // that.
+//
+// The statement, once sent, is not cut short by ctx: it commits on its own,
+// so an end of ctx while it ran would leave the claims committed and their
+// caller with an error and no claims, the jobs leased to nobody who knows
+// until their leases end (Work runs a claim that committed as its context
+// ended under its drain). A claim does not wait for locks (rule 39), so it
+// runs briefly past ctx at most, as a COMMIT does on SQLite.
 func (e *pgEngine) claim(ctx context.Context, q *Queue, owner string, lease time.Duration, max int, _ bool) ([]Claim, error) {
 	var cs []Claim
 	err := retrySerialization(ctx, func() error {
@@ -279,7 +286,7 @@ func (e *pgEngine) claim(ctx context.Context, q *Queue, owner string, lease time
 			return err
 		}
 		defer conn.Close()
-		rows, err := conn.QueryContext(ctx, pgClaimSQL, q.name, owner, q.nowArg(), lease.Milliseconds(), max)
+		rows, err := conn.QueryContext(context.WithoutCancel(ctx), pgClaimSQL, q.name, owner, q.nowArg(), lease.Milliseconds(), max)
 		if err != nil {
 			return err
 		}
