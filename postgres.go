@@ -403,12 +403,35 @@ func (e *pgEngine) operate(ctx context.Context, q *Queue, o operation) (refusal,
 	return r, err
 }
 
+// pgPurgeSQL is purgeSQL as one statement: it locks a chunk, remembers the
+// last token of each of its jobs that was ever claimed, and deletes it.
+// purgeSQL's two statements would each see the rows as they are when it
+// starts (READ COMMITTED), so a job that ended between them would be
+// deleted with its token forgotten, and its ID enqueued again would hand
+// out old tokens again (rule 21). The statements of one statement share
+// one snapshot; the lock keeps the chunk as it is until the deletion.
+const pgPurgeSQL = `
+WITH doomed AS (
+    SELECT seq, queue, id, token FROM leaseq_jobs
+    WHERE queue = $1 AND status = $2 AND status IN ('done', 'quarantined') AND updated_at < $3
+    ORDER BY updated_at LIMIT $4
+    FOR UPDATE),
+remembered AS (
+    INSERT INTO leaseq_purged (queue, id, token)
+    SELECT queue, id, token FROM doomed WHERE token > 0
+    ON CONFLICT (queue, id) DO UPDATE SET token = excluded.token)
+DELETE FROM leaseq_jobs WHERE seq IN (SELECT seq FROM doomed)`
+
 // purgeChunk deletes one chunk in a transaction of its own.
 func (e *pgEngine) purgeChunk(ctx context.Context, q *Queue, st Status, before int64) (int, error) {
 	var n int
 	err := e.write(ctx, func(ctx context.Context, tx execer) error {
-		var err error
-		n, err = purgeTx(ctx, tx, q, st, before)
+		res, err := tx.ExecContext(ctx, pgPurgeSQL, q.name, st, before, purgeChunk)
+		if err != nil {
+			return err
+		}
+		affected, err := res.RowsAffected()
+		n = int(affected)
 		return err
 	})
 	return n, err
