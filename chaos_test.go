@@ -27,11 +27,14 @@ import (
 )
 
 // The chaos test runs worker processes and one operator process against one
-// database file on the real clock, SIGKILLs them at random moments,
-// restarts them under the same names, stops whole processes for a few
-// leases with SIGSTOP (as a long GC pause or an overloaded host would), and
-// afterwards checks the history they wrote against the final rows, an audit
-// of every committed change, and what the receiver got.
+// database on the real clock, SIGKILLs them at random moments, restarts
+// them under the same names, stops whole processes for a few leases with
+// SIGSTOP (as a long GC pause or an overloaded host would), and afterwards
+// checks the history they wrote against the final rows, an audit of every
+// committed change, and what the receiver got. It runs on each engine (see
+// chaosEngine): on SQLite the parent also holds long reads on the file, on
+// PostgreSQL it also crash-restarts the server mid-run, which cuts every
+// connection.
 //
 // Two kinds of workers share the jobs. A loop worker makes every call
 // itself — claim, deliver and then finish, release with a delay (the
@@ -108,6 +111,20 @@ const (
 	// chaosHoldEvery the parent holds a read open on the file for one to
 	// three leases; see hold.
 	chaosHoldEvery = 250 * time.Millisecond
+	// chaosRestartEvery the parent crash-restarts a PostgreSQL server; see
+	// restart.
+	chaosRestartEvery = 400 * time.Millisecond
+	// chaosRetryAfter is how long a process waits before it tries again a
+	// call that failed with an error.
+	chaosRetryAfter = 20 * time.Millisecond
+	// chaosFaultSlack bounds how long after a server restart a process's
+	// call may still fail on a connection the restart cut: database/sql
+	// hands out a pooled connection without asking the server whether it
+	// is alive when it was used less than a second before (pgx's
+	// stdlib pings one idle for longer), so a connection last used just
+	// before the crash fails its next call up to a second after it; the
+	// rest is room for a loaded host.
+	chaosFaultSlack = 3 * time.Second
 	// chaosObserveEvery is how often a pool's observer reads the clock;
 	// a reading chaosGapMin or more after the one before is logged as a
 	// gap: the process was not running in between.
@@ -133,6 +150,14 @@ const (
 //   - finish, release (Delay, Reason), fail (Reason): the call on Job/Token
 //     returned OK.
 //   - exit: the incarnation was asked to stop and did.
+//
+// A call that returns an error writes its line as above with Fault, the
+// error's text, and neither OK nor a result: the process cannot tell
+// whether it took effect (on PostgreSQL, a statement whose connection was
+// cut may have committed). The worker claims again after a failed claim,
+// extends again at the next renewal after a failed extension, and makes a
+// failed finish, release or fail again until it is answered. The checker
+// learns from the audit what such a call did.
 //
 // Pool worker lines (At is always a reading of the queue's clock, taken in
 // the pool's process):
@@ -165,6 +190,8 @@ const (
 //     Before just before it.
 //   - enqueue: Job enqueued again, with Qty, Payload, MaxAttempts, Deadline,
 //     RunAt: OK, or Err "duplicate".
+//   - a cancel, purge or enqueue that returned an error: its line with
+//     Fault, as a loop worker's; it is not made again.
 //
 // Every call line carries when the call ran (instant). Times are Unix
 // milliseconds, the queue's own resolution.
@@ -199,6 +226,7 @@ type histEvent struct {
 	Level       string          `json:"level,omitempty"`
 	Outcome     string          `json:"outcome,omitempty"`
 	Stack       bool            `json:"stack,omitempty"`
+	Fault       string          `json:"fault,omitempty"`
 }
 
 // instant is when a call ran. At is the queue clock reading its
@@ -244,8 +272,8 @@ func (c *recordingClock) lastMS() int64 {
 }
 
 // chaosProc is the part of a chaos child process that workers and the
-// operator share: a queue on the test's file with a recording clock, and
-// the history file.
+// operator share: a queue on the test's database with a recording clock,
+// and the history file.
 type chaosProc struct {
 	t     *testing.T
 	ctx   context.Context
@@ -261,12 +289,15 @@ func chaosEnv(k string) string { return os.Getenv("LEASEQ_CHAOS_" + k) }
 func newChaosProc(t *testing.T) *chaosProc {
 	p := &chaosProc{t: t, ctx: context.Background(), name: chaosEnv("OWNER"), clock: &recordingClock{},
 		stop: chaosEnv("STOP")}
-	db, err := openBusy(chaosEnv("DB"))
+	e, err := chaosEngineNamed(chaosEnv("ENGINE"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.q, err = leaseq.New(p.ctx, db, leaseq.Options{Clock: p.clock, MaxAttempts: chaosMaxAttempts})
+	db, err := e.open(chaosEnv("DB"))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if p.q, err = newChaosQueue(p, db); err != nil {
 		t.Fatal(err)
 	}
 	// Each line is one write(2) on an O_APPEND file: once written it
@@ -295,6 +326,13 @@ func openBusy(path string) (*sql.DB, error) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// fault writes the line of a call that returned err: no result, and no
+// clock reading, since no transaction may have used it.
+func (p *chaosProc) fault(e histEvent, err error) {
+	e.OK, e.Err, e.Fault, e.At = false, "", err.Error(), 0
+	p.write(e)
 }
 
 func (p *chaosProc) write(e histEvent) {
@@ -369,7 +407,8 @@ func (w *chaosWorker) claim() (leaseq.Claim, bool) {
 	var err error
 	when := w.call(func() { c, ok, err = w.q.Claim(w.ctx, w.name, chaosLease) })
 	if err != nil {
-		w.t.Fatalf("Claim: %v", err)
+		w.fault(histEvent{Ev: "claim", Owner: w.name, instant: when}, err)
+		return c, false
 	}
 	if ok {
 		widenWindow()
@@ -444,12 +483,16 @@ func (w *chaosWorker) deliver(c leaseq.Claim, plan deliveryPlan) leaseq.Claim {
 			var ok bool
 			var err error
 			when := w.call(func() { ext, ok, err = w.q.Extend(w.ctx, c, chaosLease) })
-			if err != nil {
-				w.t.Fatalf("Extend: %v", err)
-			}
-			widenWindow()
 			e := histEvent{Ev: "extend", Job: c.ID, Owner: w.name, Token: c.Token, Lease: chaosLease.Milliseconds(),
 				OK: ok, instant: when}
+			if err != nil {
+				// Whether the lease was extended is unknown: renew as
+				// if not; a lost lease shows in the next answer.
+				w.fault(e, err)
+				beat = nextBeat()
+				continue
+			}
+			widenWindow()
 			beat = nil
 			if ok {
 				c, e.LeaseUntil, beat = ext, ext.LeaseUntil.UnixMilli(), nextBeat()
@@ -487,25 +530,31 @@ func postDelivery(ctx context.Context, client *http.Client, recv string, c lease
 }
 
 // settle makes the call the plan says after the delivery: Finish, Release
-// or Fail.
+// or Fail, made again after an error until it is answered. If a try that
+// failed did take effect, the fence refuses the next one.
 func (w *chaosWorker) settle(c leaseq.Claim, plan deliveryPlan) {
-	e := histEvent{Ev: plan.outcome, Job: c.ID, Owner: w.name, Token: c.Token}
-	var err error
-	switch plan.outcome {
-	case "finish":
-		e.instant = w.call(func() { e.OK, err = w.q.Finish(w.ctx, c) })
-	case "release":
-		e.Delay, e.Reason = plan.delay.Milliseconds(), chaosReleaseReason(c.ID, c.Token)
-		e.instant = w.call(func() { e.OK, err = w.q.Release(w.ctx, c, plan.delay, e.Reason) })
-	case "fail":
-		e.Reason = chaosFailReason(c.ID, c.Token)
-		e.instant = w.call(func() { e.OK, err = w.q.Fail(w.ctx, c, e.Reason) })
+	for {
+		e := histEvent{Ev: plan.outcome, Job: c.ID, Owner: w.name, Token: c.Token}
+		var err error
+		switch plan.outcome {
+		case "finish":
+			e.instant = w.call(func() { e.OK, err = w.q.Finish(w.ctx, c) })
+		case "release":
+			e.Delay, e.Reason = plan.delay.Milliseconds(), chaosReleaseReason(c.ID, c.Token)
+			e.instant = w.call(func() { e.OK, err = w.q.Release(w.ctx, c, plan.delay, e.Reason) })
+		case "fail":
+			e.Reason = chaosFailReason(c.ID, c.Token)
+			e.instant = w.call(func() { e.OK, err = w.q.Fail(w.ctx, c, e.Reason) })
+		}
+		if err != nil {
+			w.fault(e, err)
+			time.Sleep(chaosRetryAfter)
+			continue
+		}
+		widenWindow()
+		w.write(e)
+		return
 	}
-	if err != nil {
-		w.t.Fatalf("%s: %v", plan.outcome, err)
-	}
-	widenWindow()
-	w.write(e)
 }
 
 // The reasons of a worker's Release and Fail name the claim, so the
@@ -828,11 +877,8 @@ func (o *chaosOperator) cancel() {
 		st = leaseq.StatusDone
 	}
 	page, err := o.q.List(o.ctx, leaseq.Filter{Status: st, Limit: 20})
-	if err != nil {
-		o.t.Fatalf("List: %v", err)
-	}
-	if len(page) == 0 {
-		return
+	if err != nil || len(page) == 0 {
+		return // a failed read is tried again at the next turn
 	}
 	o.seq++
 	e := histEvent{Ev: "cancel", Job: page[rand.IntN(len(page))].ID, Owner: o.name,
@@ -847,7 +893,8 @@ func (o *chaosOperator) cancel() {
 	case errors.Is(err, leaseq.ErrNotFound):
 		e.Err = "not found"
 	default:
-		o.t.Fatalf("Cancel: %v", err)
+		o.fault(e, err)
+		return
 	}
 	widenWindow()
 	o.write(e)
@@ -859,13 +906,16 @@ func (o *chaosOperator) purge() {
 		{leaseq.StatusQuarantined}}[rand.IntN(3)]
 	listed, err := listOlder(o.ctx, o.q, before, statuses)
 	if err != nil {
-		o.t.Fatalf("List: %v", err)
+		return
 	}
 	e := histEvent{Ev: "purge", Owner: o.name, Before: before.UnixMilli(), Statuses: statuses, Listed: len(listed)}
 	o.intend(e)
 	e.instant = o.call(func() { e.Deleted, err = o.q.Purge(o.ctx, before, statuses...) })
 	if err != nil {
-		o.t.Fatalf("Purge: %v", err)
+		// Some of its chunks may have committed: which of the listed
+		// jobs are gone is unknown, so none is enqueued again.
+		o.fault(e, err)
+		return
 	}
 	widenWindow()
 	o.write(e)
@@ -923,7 +973,8 @@ func (o *chaosOperator) reenqueue() {
 	case errors.Is(err, leaseq.ErrDuplicate):
 		e.Err = "duplicate"
 	default:
-		o.t.Fatalf("Enqueue: %v", err)
+		o.fault(e, err)
+		return
 	}
 	widenWindow()
 	o.write(e)
@@ -1050,8 +1101,9 @@ const chaosOperatorName = "op"
 // chaos is the parent's side of the test.
 type chaos struct {
 	t      *testing.T
+	engine chaosEngine
 	dir    string
-	dbPath string
+	where  string // the database: its file, or its URL
 	url    string
 	all    []*incarnation
 	live   map[string]*incarnation
@@ -1060,9 +1112,12 @@ type chaos struct {
 	names                                []string
 	kills, opKills, pauses, terms, holds int
 	soak                                 bool
-	// killAt, pauseAt, termAt and holdAt are when the next of each is
-	// due; lastReport when progress was last logged in a soak.
-	killAt, pauseAt, termAt, holdAt, lastReport time.Time
+	// killAt, pauseAt, termAt, holdAt and restartAt are when the next of
+	// each is due; lastReport when progress was last logged in a soak.
+	killAt, pauseAt, termAt, holdAt, restartAt, lastReport time.Time
+	// restarts are the server's crash restarts, each from just before the
+	// crash to just after it accepted connections again.
+	restarts []interval
 	// reader is the parent's own database handle for long reads; holding
 	// counts the reads still open.
 	reader  *sql.DB
@@ -1097,8 +1152,8 @@ func (c *chaos) start(name, role string) {
 	}
 	inc.cmd = exec.Command(os.Args[0], "-test.run="+chaosChildTests[role], "-test.count=1")
 	inc.cmd.Env = append(os.Environ(), "LEASEQ_CHILD="+role, "LEASEQ_CHAOS_OWNER="+name,
-		"LEASEQ_CHAOS_DB="+c.dbPath, "LEASEQ_CHAOS_HISTORY="+inc.hist, "LEASEQ_CHAOS_URL="+c.url,
-		"LEASEQ_CHAOS_STOP="+c.stopFile(role),
+		"LEASEQ_CHAOS_ENGINE="+c.engine.name, "LEASEQ_CHAOS_DB="+c.where, "LEASEQ_CHAOS_HISTORY="+inc.hist,
+		"LEASEQ_CHAOS_URL="+c.url, "LEASEQ_CHAOS_STOP="+c.stopFile(role),
 		// A race-enabled binary otherwise sleeps a second before exiting.
 		"GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0")
 	inc.cmd.Stdout, inc.cmd.Stderr = out, out
@@ -1245,6 +1300,24 @@ func (c *chaos) hold(verbose bool, since time.Time) {
 	}()
 }
 
+// restart crash-restarts the database server, as `pg_ctl restart -m
+// immediate` does: every process's connections are cut in the middle of
+// whatever they were doing, and their calls fail until the server accepts
+// connections again. A statement whose connection is cut may have
+// committed or not; the processes log such a call as a fault and go on,
+// and the checker learns from the audit what it did. Each restart is
+// recorded, so that the checker can tell that no call failed while the
+// server was up.
+func (c *chaos) restart(verbose bool, since time.Time) {
+	c.t.Helper()
+	from := time.Now()
+	c.engine.restart(c.t)
+	c.restarts = append(c.restarts, interval{from.UnixMilli(), time.Now().UnixMilli()})
+	if verbose {
+		c.t.Logf("+%.1fs server crash-restarted in %v", time.Since(since).Seconds(), time.Since(from).Round(time.Millisecond))
+	}
+}
+
 // chaosShutdownBound bounds a pool's graceful shutdown: its drain, plus a
 // handler stalled in a call that ignores its context.
 const chaosShutdownBound = 30 * time.Second
@@ -1344,25 +1417,34 @@ func chaosDuration(t *testing.T) (time.Duration, bool) {
 }
 
 // TestChaos is kill -9 chaos: loop workers and Work pools claim, deliver
-// and then finish, release or fail jobs on one database file with short
-// leases on the real clock, renewing the lease while slow deliveries run;
-// some deliveries stall past the lease; an operator process cancels,
-// purges and enqueues purged IDs again; and all of them are SIGKILLed at
-// random moments and restarted under the same names, stopped for a few
-// leases with SIGSTOP, and pools are shut down gracefully and restarted.
-// When the jobs have stopped arriving the operator is stopped (jobs it
-// enqueued again would keep the queue from draining), and when the queue has
-// drained, checkHistory verifies the histories against the final rows, the
-// audit and the receiver (see there for what is asserted).
+// and then finish, release or fail jobs on one database with short leases
+// on the real clock, renewing the lease while slow deliveries run; some
+// deliveries stall past the lease; an operator process cancels, purges and
+// enqueues purged IDs again; and all of them are SIGKILLed at random
+// moments and restarted under the same names, stopped for a few leases
+// with SIGSTOP, and pools are shut down gracefully and restarted. On
+// PostgreSQL the server is crash-restarted at random moments too, and every
+// process goes on through the errors. When the jobs have stopped arriving
+// the operator is stopped (jobs it enqueued again would keep the queue from
+// draining), and when the queue has drained, checkHistory verifies the
+// histories against the final rows, the audit and the receiver (see there
+// for what is asserted). It runs once per engine, as the subtests sqlite
+// and postgres (rule 42 in README's "The rules").
 func TestChaos(t *testing.T) {
+	for _, e := range chaosEngines {
+		t.Run(e.name, func(t *testing.T) { runChaos(t, e) })
+	}
+}
+
+func runChaos(t *testing.T, e chaosEngine) {
 	run, soak := chaosDuration(t)
 	dir := t.TempDir()
 	rcv := &receiver{qty: map[string]int{}}
 	srv := httptest.NewServer(rcv)
 	defer srv.Close()
-	c := &chaos{t: t, dir: dir, dbPath: filepath.Join(dir, "chaos.db"), url: srv.URL,
+	c := &chaos{t: t, engine: e, dir: dir, where: e.fresh(t, dir), url: srv.URL,
 		live: map[string]*incarnation{}, soak: soak}
-	db, err := leaseq.Open(c.dbPath)
+	db, err := e.open(c.where)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1372,11 +1454,13 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	installChaosAudit(t, db)
-	if c.reader, err = leaseq.Open(c.dbPath); err != nil {
-		t.Fatal(err)
+	installChaosAudit(t, db, e)
+	if e.holds {
+		if c.reader, err = e.open(c.where); err != nil {
+			t.Fatal(err)
+		}
+		defer c.reader.Close()
 	}
-	defer c.reader.Close()
 	defer c.holding.Wait() // after the processes are killed, below
 	// A backlog before the workers start, so that they are busy from the
 	// first kill on; more jobs arrive while they run.
@@ -1406,7 +1490,7 @@ func TestChaos(t *testing.T) {
 	began := time.Now()
 	produced := make(chan []leaseq.Job, 1)
 	produceErr := make(chan error, 1)
-	go func() { produce(ctx, q, backlog, run, produced, produceErr) }()
+	go func() { produce(ctx, q, backlog, run, e.restart != nil, produced, produceErr) }()
 	for len(produced) == 0 { // chaos while jobs arrive
 		c.chaosTick(rcv, began)
 	}
@@ -1421,7 +1505,7 @@ func TestChaos(t *testing.T) {
 	c.stop("chaos-worker")
 	c.stop("chaos-pool")
 	elapsed := time.Since(began)
-	c.audit = readChaosAudit(t, db)
+	c.audit = readChaosAudit(t, db, q.Name())
 	c.report(checkHistory(t, q, c, jobs, rcv), elapsed)
 }
 
@@ -1445,7 +1529,8 @@ func (c *chaos) killUntilDrained(q *leaseq.Queue, rcv *receiver, began time.Time
 // chaosTick is one step of the parent's loop: continue the processes whose
 // pause is over, restart the pools that shut down, check that no process
 // died on its own, kill, pause or shut down one when its time has come,
-// and report progress in a soak.
+// hold a long read (SQLite) or restart the server (PostgreSQL) when that
+// is due, and report progress in a soak.
 func (c *chaos) chaosTick(rcv *receiver, began time.Time) {
 	time.Sleep(5 * time.Millisecond)
 	c.resumeDue()
@@ -1455,6 +1540,7 @@ func (c *chaos) chaosTick(rcv *receiver, began time.Time) {
 	if c.killAt.IsZero() {
 		c.killAt, c.pauseAt, c.termAt, c.holdAt = now.Add(chaosAfter(chaosKillEvery)),
 			now.Add(chaosAfter(chaosPauseEvery)), now.Add(chaosAfter(chaosTermEvery)), now.Add(chaosAfter(chaosHoldEvery))
+		c.restartAt = now.Add(chaosAfter(chaosRestartEvery))
 	}
 	running := func(inc *incarnation) bool { return inc.resumeAt.IsZero() && inc.terminating.IsZero() }
 	if now.After(c.killAt) {
@@ -1475,14 +1561,18 @@ func (c *chaos) chaosTick(rcv *receiver, began time.Time) {
 		}
 		c.termAt = now.Add(chaosAfter(chaosTermEvery))
 	}
-	if now.After(c.holdAt) {
+	if c.engine.holds && now.After(c.holdAt) {
 		c.hold(verbose, began)
 		c.holdAt = now.Add(chaosAfter(chaosHoldEvery))
 	}
+	if c.engine.restart != nil && now.After(c.restartAt) {
+		c.restart(verbose, began)
+		c.restartAt = time.Now().Add(chaosAfter(chaosRestartEvery))
+	}
 	if c.soak && time.Since(c.lastReport) > 30*time.Second {
 		c.lastReport = time.Now()
-		c.t.Logf("+%.0fs: %d kills, %d pauses, %d graceful restarts, %d long reads, %d deliveries so far",
-			time.Since(began).Seconds(), c.kills, c.pauses, c.terms, c.holds, rcv.count())
+		c.t.Logf("+%.0fs: %d kills, %d pauses, %d graceful restarts, %d long reads, %d server restarts, %d deliveries so far",
+			time.Since(began).Seconds(), c.kills, c.pauses, c.terms, c.holds, len(c.restarts), rcv.count())
 	}
 }
 
@@ -1526,10 +1616,20 @@ func (c *chaos) report(rep chaosReport, elapsed time.Duration) {
 			t.Logf("quarantined %s", s)
 		}
 	}
-	t.Logf("chaos: %v, %d loop workers, %d pools of %d handlers and an operator, lease %v, heartbeat %v: %s; "+
-		"%d kills (%d of the operator), %d SIGSTOP pauses, %d graceful restarts of a pool, %d long reads; %d violations",
-		elapsed.Round(time.Millisecond), chaosLoopWorkers, chaosPools, chaosPoolConcurrency, chaosLease, chaosHeartbeat,
-		rep.summary(), c.kills, c.opKills, c.pauses, c.terms, c.holds, len(rep.violations))
+	t.Logf("chaos on %s: %v, %d loop workers, %d pools of %d handlers and an operator, lease %v, heartbeat %v: %s; "+
+		"%d kills (%d of the operator), %d SIGSTOP pauses, %d graceful restarts of a pool, %d long reads, %s; %d violations",
+		c.engine.name, elapsed.Round(time.Millisecond), chaosLoopWorkers, chaosPools, chaosPoolConcurrency, chaosLease,
+		chaosHeartbeat, rep.summary(), c.kills, c.opKills, c.pauses, c.terms, c.holds, c.restartSummary(), len(rep.violations))
+}
+
+// restartSummary counts the server restarts and how long the server was
+// down.
+func (c *chaos) restartSummary() string {
+	var down, longest int64
+	for _, r := range c.restarts {
+		down, longest = down+r.to-r.from, max(longest, r.to-r.from)
+	}
+	return fmt.Sprintf("%d server crash restarts (down %dms in all, %dms at most)", len(c.restarts), down, longest)
 }
 
 // jobOf is the job ID a violation names first.
@@ -1562,25 +1662,33 @@ func (c *chaos) historyOf(id string) string {
 // The audit. A pool's heartbeats are Work's own calls, and it logs none
 // that succeeds; and a pool killed mid-run may leave several committed
 // calls without a record. So the histories cannot tell how long a pool's
-// leases lasted. A trigger copies every change of a job's state into
-// chaos_audit inside the transaction that makes it, so a change is in the
-// audit exactly when it committed, in commit order, with the instant the
-// call judged it at (updated_at, which every changing statement sets to
-// its "now"). Promotions, which only move a job between the queue's
-// indexes, change no state and are left out. This is the one place the
-// chaos test touches the queue's table with SQL of its own; another engine
-// needs its own trigger here.
+// leases lasted. Triggers copy every insert of a job and every change of
+// its state into chaos_audit inside the transaction that makes it, so a
+// change is in the audit exactly when it committed, in commit order, with
+// the instant the call judged it at (updated_at, which every writing
+// statement sets to its "now"). An insert has no old status, and its old
+// token is its token. Promotions, which only move a job between the
+// queue's indexes, change no state and are left out. This and the
+// PostgreSQL version of it (chaosAuditPostgresSQL) are the one place the
+// chaos test touches the queue's table with SQL of its own.
 var chaosAuditSQL = []string{`
 CREATE TABLE IF NOT EXISTS chaos_audit (
-  seq INTEGER PRIMARY KEY, id TEXT NOT NULL, old_status TEXT NOT NULL, status TEXT NOT NULL,
+  seq INTEGER PRIMARY KEY, queue TEXT NOT NULL, id TEXT NOT NULL, old_status TEXT NOT NULL, status TEXT NOT NULL,
   owner TEXT NOT NULL, old_token INTEGER NOT NULL, token INTEGER NOT NULL, attempts INTEGER NOT NULL,
   lease_until INTEGER, deadline INTEGER, run_at INTEGER, reason TEXT NOT NULL, at INTEGER NOT NULL)`, `
 CREATE TRIGGER IF NOT EXISTS chaos_audit_update
 AFTER UPDATE OF status, owner, token, attempts, lease_until, run_at, reason, updated_at ON leaseq_jobs
 BEGIN
-  INSERT INTO chaos_audit (id, old_status, status, owner, old_token, token, attempts, lease_until, deadline,
+  INSERT INTO chaos_audit (queue, id, old_status, status, owner, old_token, token, attempts, lease_until, deadline,
     run_at, reason, at)
-  VALUES (new.id, old.status, new.status, new.owner, old.token, new.token, new.attempts, new.lease_until,
+  VALUES (new.queue, new.id, old.status, new.status, new.owner, old.token, new.token, new.attempts, new.lease_until,
+    new.deadline, new.run_at, new.reason, new.updated_at);
+END`, `
+CREATE TRIGGER IF NOT EXISTS chaos_audit_insert AFTER INSERT ON leaseq_jobs
+BEGIN
+  INSERT INTO chaos_audit (queue, id, old_status, status, owner, old_token, token, attempts, lease_until, deadline,
+    run_at, reason, at)
+  VALUES (new.queue, new.id, '', new.status, new.owner, new.token, new.token, new.attempts, new.lease_until,
     new.deadline, new.run_at, new.reason, new.updated_at);
 END`}
 
@@ -1597,19 +1705,13 @@ type auditRow struct {
 	At                           int64
 }
 
-func installChaosAudit(t *testing.T, db *sql.DB) {
-	t.Helper()
-	for _, stmt := range chaosAuditSQL {
-		if _, err := db.Exec(stmt); err != nil {
-			t.Fatalf("installing the audit: %v", err)
-		}
-	}
-}
-
-func readChaosAudit(t *testing.T, db *sql.DB) []auditRow {
+// readChaosAudit reads the audited changes of queue's jobs, in seq order.
+// Its one placeholder, $1, is PostgreSQL's and also SQLite's.
+func readChaosAudit(t *testing.T, db *sql.DB, queue string) []auditRow {
 	t.Helper()
 	rows, err := db.Query(`SELECT seq, id, old_status, status, owner, old_token, token, attempts,
-		coalesce(lease_until, 0), coalesce(deadline, 0), coalesce(run_at, 0), reason, at FROM chaos_audit ORDER BY seq`)
+		coalesce(lease_until, 0), coalesce(deadline, 0), coalesce(run_at, 0), reason, at FROM chaos_audit
+		WHERE queue = $1 ORDER BY seq`, queue)
 	if err != nil {
 		t.Fatalf("reading the audit: %v", err)
 	}
@@ -1657,18 +1759,57 @@ func chaosJob(id, payload string) leaseq.Job {
 }
 
 // produce enqueues jobs, numbered from len(jobs), for run, then sends the
-// list of all enqueued jobs.
-func produce(ctx context.Context, q *leaseq.Queue, jobs []leaseq.Job, run time.Duration, out chan<- []leaseq.Job, errc chan<- error) {
+// list of all enqueued jobs. With restarts, the server restarts meanwhile
+// and an enqueue that fails is settled by enqueueSurely; otherwise an error
+// ends it.
+func produce(ctx context.Context, q *leaseq.Queue, jobs []leaseq.Job, run time.Duration, restarts bool,
+	out chan<- []leaseq.Job, errc chan<- error) {
 	var err error
 	for end := time.Now().Add(run); time.Now().Before(end); time.Sleep(chaosEnqueueEvery) {
 		j := chaosJob(chaosJobID(len(jobs)), "")
-		if err = q.Enqueue(ctx, j); err != nil {
+		in := true
+		if restarts {
+			in, err = enqueueSurely(ctx, q, j)
+		} else {
+			err = q.Enqueue(ctx, j)
+		}
+		if err != nil {
 			break
 		}
-		jobs = append(jobs, j)
+		if in {
+			jobs = append(jobs, j)
+		}
 	}
 	errc <- err // before out: the receiver of out reads errc next
 	out <- jobs
+}
+
+// enqueueSurely enqueues j and tells whether it is in the queue. After an
+// error (a restarting server cut the connection) the enqueue may have
+// committed or not, so it asks for the job until the server answers: only
+// this producer enqueues new IDs, so a row of j's ID is j. A job that is not
+// there was not enqueued: to be gone it would have had to be claimed, ended
+// and purged within chaosRetryAfter of the server's return, and Purge takes
+// only jobs that ended a while before its call. It gives up after
+// chaosDrain.
+func enqueueSurely(ctx context.Context, q *leaseq.Queue, j leaseq.Job) (bool, error) {
+	err := q.Enqueue(ctx, j)
+	for give := time.Now().Add(chaosDrain); err != nil && !errors.Is(err, leaseq.ErrInvalid); {
+		if time.Now().After(give) {
+			return false, err
+		}
+		time.Sleep(chaosRetryAfter)
+		var s leaseq.State
+		switch s, err = q.Get(ctx, j.ID); {
+		case err == nil && string(s.Payload) != string(j.Payload):
+			return false, fmt.Errorf("enqueued %s with payload %q, found %q", j.ID, j.Payload, s.Payload)
+		case err == nil:
+			return true, nil
+		case errors.Is(err, leaseq.ErrNotFound):
+			return false, nil
+		}
+	}
+	return err == nil, err
 }
 
 // openJobs counts the jobs pending or leased, claimable or not, on a
@@ -1676,7 +1817,8 @@ func produce(ctx context.Context, q *leaseq.Queue, jobs []leaseq.Job, run time.D
 // loop must never wait for the file: the lock may be held by a process it
 // has stopped and must continue, and a read waits out its busy timeout
 // whatever its context says. A count of 0 stays true once taken: with the
-// operator stopped and the producer done, nothing opens a job again.
+// operator stopped and the producer done, nothing opens a job again. A
+// count that fails while the server restarts is taken again.
 func (c *chaos) openJobs(q *leaseq.Queue) (open int, known bool) {
 	c.t.Helper()
 	if c.counted == nil {
@@ -1690,7 +1832,10 @@ func (c *chaos) openJobs(q *leaseq.Queue) (open int, known bool) {
 	select {
 	case r := <-c.counted:
 		c.counted = nil
-		if r.err != nil {
+		switch {
+		case r.err != nil && c.engine.restart != nil:
+			return 0, false // the server is restarting: count again
+		case r.err != nil:
 			c.t.Fatal(r.err)
 		}
 		return r.st.Pending + r.st.Scheduled + r.st.Leased + r.st.Expired, true

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,7 +78,7 @@ import (
 //     generation's payload; every logged delivery reached it; every job
 //     that ended done was delivered; the receiver's total is the sum of the
 //     qty of the distinct delivered jobs;
-//   - PRAGMA integrity_check is ok.
+//   - the engine's integrity check is ok (PRAGMA integrity_check; amcheck).
 //
 // Unlogged operations. A process writes a call's line after the call
 // returned, so a SIGKILL in between leaves a committed call with no line.
@@ -93,15 +95,35 @@ import (
 // else is a violation. Incarnations that were not killed must end with an
 // exit line; a killed one may end in a torn line, which is ignored.
 //
+// Faults. A call of a loop worker or the operator that returned an error
+// (its line has a Fault) may have taken effect or not: on PostgreSQL a
+// statement whose connection a server restart cut may have committed
+// before the cut. The process cannot tell, and neither can its line; the
+// audit, which holds every committed insert and change, can. A claim,
+// extension, finish, release, fail, cancel or insert in the audit by the
+// call (its owner's, of its claim, with its cancel's reason, of its
+// enqueue's job) at an instant within the call is that call, accepted, and
+// is checked as a logged one is; with none the call changed nothing (as a
+// refused one). A purge, whose deletes the audit does not see, is taken to
+// have happened only where something observed needs it, as a killed
+// operator's last intent is. Every failed call must have overlapped a
+// server restart or begun within chaosFaultSlack after one: an error while
+// the server was up is a violation (on SQLite, which is never restarted,
+// any error is).
+//
 // Pools. A pool's calls are Work's, so its claims, extensions and accepted
 // results come from the audit (exact, none unlogged) and its refusals from
 // Work's records (judged by the record's time); all of the above holds for
 // them as for a loop worker's logged calls (synthesizePools). Besides:
 //   - every claim of a pool was run by a handler of the incarnation that
-//     made it, unless that was killed, with the claim the queue made; no
-//     handler ran a claim the queue did not make;
+//     made it, unless that was killed or its claim failed with an error
+//     (logged by Work at or after the claim's instant, before the pool's
+//     next claim) and so returned no jobs, with the claim the queue made;
+//     no handler ran a claim the queue did not make;
 //   - every handler that returned (unless killed) had its result recorded
-//     or refused, or a database fault logged, and never both; what was
+//     or refused, or a database fault logged, and never both — unless a
+//     try that failed with an error had been recorded, and Work's next try
+//     was refused for it (the fault logged between the two); what was
 //     recorded is what rule 30 asks for its return; it was recorded after
 //     the handler returned; a panic was logged at Error with its stack;
 //     nothing about a job was logged at Info;
@@ -111,11 +133,14 @@ import (
 //     ended (checkContext).
 func checkHistory(t *testing.T, q *leaseq.Queue, c *chaos, jobs []leaseq.Job, rcv *receiver) chaosReport {
 	t.Helper()
-	k := &checker{t: t, all: c.all, jobs: map[string]*jobLog{}, spares: map[*incarnation]*spare{},
+	restarts := slices.SortedFunc(slices.Values(c.restarts), func(a, b interval) int { return cmp.Compare(a.from, b.from) })
+	k := &checker{t: t, all: c.all, jobs: map[string]*jobLog{}, restarts: restarts,
 		delivered: map[string]string{}, audit: c.audit, pools: map[*incarnation]*poolLog{}, runs: map[string]*workRun{},
 		poolNames: map[string]bool{},
-		rep:       chaosReport{accepted: map[string]int{}, refused: map[string]int{}, unlogged: map[string]int{}}}
-	k.loadRows(q)
+		rep: chaosReport{accepted: map[string]int{}, refused: map[string]int{}, unlogged: map[string]int{},
+			faults: map[string]int{}, committed: map[string]int{}}}
+	k.loadRows(q, c.engine)
+	k.indexAudit()
 	k.loadHistories()
 	k.synthesizePools()
 	k.buildGenerations(jobs)
@@ -143,6 +168,9 @@ type chaosReport struct {
 	done, quarantined, purged   int // how the jobs ended: row done, row quarantined, purged
 	claims, unloggedClaims      int
 	accepted, refused, unlogged map[string]int // per call; unlogged: accepted calls a kill left without a line
+	faults, committed           map[string]int // per call: calls that returned an error; of those, the ones that took effect
+	faultLate                   int64          // the latest a failed call began after a restart was over, in ms (0: none began after)
+	claimsBeforeEnqueue         int            // claims whose instant came before the enqueue of the generation they took
 	purges, deleted             int
 	deliveries, repeats, failed int // successful deliveries, repeats of those, failed ones
 	pool                        poolReport
@@ -161,6 +189,9 @@ type poolReport struct {
 	cancelled                 int   // handlers whose job was cancelled while they ran
 	cancelSeenMax             int64 // of those, the longest running time from the cancel to the end of the context
 	recordFaults, claimFaults int   // database faults Work logged recording a result, claiming
+	// Of those: results recorded by a try that failed, and claims that
+	// failed but committed (no handler ran them).
+	recordedFaults, claimedFaults int
 }
 
 // refusedFenced counts the refused fenced calls: stale or late claims.
@@ -172,22 +203,36 @@ func (r chaosReport) summary() string {
 	return fmt.Sprintf("%d jobs (%d enqueued again after a purge; %d done, %d quarantined, %d purged), "+
 		"%d claims (%d unlogged), %d extends (%d refused), %d releases (%d refused), %d fails (%d refused), "+
 		"%d finishes (%d refused, %d unlogged), %d cancels (%d refused), %d purges deleting %d jobs, "+
-		"%d deliveries (%d repeats, %d failing), %d refused stale calls, unlogged calls a kill explains: %s",
+		"%d deliveries (%d repeats, %d failing), %d refused stale calls, %d claims at an instant before their job's enqueue, "+
+		"unlogged calls a kill explains: %s; %s",
 		r.jobs, r.reenqueued, r.done, r.quarantined, r.purged,
 		r.claims, r.unloggedClaims, r.accepted["extend"]+r.refused["extend"], r.refused["extend"],
 		r.accepted["release"]+r.refused["release"], r.refused["release"], r.accepted["fail"]+r.refused["fail"], r.refused["fail"],
 		r.accepted["finish"]+r.refused["finish"], r.refused["finish"], r.unlogged["finish"],
 		r.accepted["cancel"]+r.refused["cancel"], r.refused["cancel"], r.purges, r.deleted,
-		r.deliveries, r.repeats, r.failed, r.refusedFenced(), fmtCounts(r.unlogged)) + "; " + r.pool.summary()
+		r.deliveries, r.repeats, r.failed, r.refusedFenced(), r.claimsBeforeEnqueue, fmtCounts(r.unlogged),
+		r.faultSummary()) + "; " + r.pool.summary()
+}
+
+// faultSummary counts the calls of loop workers and the operator that
+// failed with an error.
+func (r chaosReport) faultSummary() string {
+	if len(r.faults) == 0 {
+		return "no call of a loop worker or the operator failed with an error"
+	}
+	return fmt.Sprintf("calls of loop workers and the operator that failed with an error: %s, of which took effect: %s; "+
+		"none began more than %dms after a server restart was over", fmtCounts(r.faults), fmtCounts(r.committed), r.faultLate)
 }
 
 func (p poolReport) summary() string {
 	return fmt.Sprintf("pools: %d handler runs of %d claims, %d heartbeats (%d refused, and %d more failed), %d panics; "+
 		"handlers saw %d lease losses and %d shutdowns; %d outlived their lease (%d started after it), whose context ended at most "+
 		"%dms of running time (%dms of real time) after it or their start; %d were cancelled while running, and saw it at most "+
-		"%dms of running time later; database faults: %d recording, %d claiming",
+		"%dms of running time later; database faults: %d recording (%d of them recorded all the same), %d claiming "+
+		"(%d of them claimed all the same)",
 		p.runs, p.claims, p.extends+p.refusedExtends, p.refusedExtends, p.failedExtends, p.panics, p.lostSeen, p.shutdownSeen,
-		p.outlived, p.startedLate, p.lateMax, p.lateRealMax, p.cancelled, p.cancelSeenMax, p.recordFaults, p.claimFaults)
+		p.outlived, p.startedLate, p.lateMax, p.lateRealMax, p.cancelled, p.cancelSeenMax, p.recordFaults, p.recordedFaults,
+		p.claimFaults, p.claimedFaults)
 }
 
 // fmtCounts prints counts by name in name order.
@@ -280,13 +325,15 @@ type jobLog struct {
 }
 
 // spare is the one call a killed incarnation may have made after its last
-// line, with nothing written about it.
+// line, with nothing written about it; or a purge of the operator that
+// failed with an error (fault), which may have deleted jobs all the same.
 type spare struct {
-	inc  *incarnation
-	kind string    // claim, extend, finish, release, fail, cancel, purge, enqueue
-	ev   histEvent // the last line: the job, token, plan, reason… of the call
-	from int64     // the call ran at or after this instant
-	used string    // what it was taken to be; "" while unused
+	inc   *incarnation
+	kind  string    // claim, extend, finish, release, fail, cancel, purge, enqueue
+	ev    histEvent // the last line (or the failed call's): the job, token, plan, reason… of the call
+	from  int64     // the call ran at or after this instant
+	used  string    // what it was taken to be; "" while unused
+	fault bool
 }
 
 // checker is the state of one checkHistory run.
@@ -297,14 +344,22 @@ type checker struct {
 	rows      map[string]*leaseq.State
 	jobs      map[string]*jobLog
 	order     []string // IDs in enqueue order
-	spares    map[*incarnation]*spare
+	spares    []*spare
+	restarts  []interval // the server's crash restarts
 	purges    []*loggedOp
 	enqueues  []*loggedOp
 	delivered map[string]string // opKey of a logged deliver line → its plan
 	audit     []auditRow
-	pools     map[*incarnation]*poolLog
-	runs      map[string]*workRun // by opKey of the claim
-	poolNames map[string]bool
+	// auditClaims are the audited claims by owner, in instant order;
+	// auditOf the audited changes by job, in commit order (inserts
+	// included); auditClaim the audited claim of each token, by
+	// opKey(job, "", token).
+	auditClaims map[string][]auditRow
+	auditOf     map[string][]auditRow
+	auditClaim  map[string]auditRow
+	pools       map[*incarnation]*poolLog
+	runs        map[string]*workRun // by opKey of the claim
+	poolNames   map[string]bool
 }
 
 func (k *checker) bad(format string, args ...any) {
@@ -322,11 +377,11 @@ func (k *checker) job(id string) *jobLog {
 	return jl
 }
 
-// loadRows reads the final rows through List and runs integrity_check.
-func (k *checker) loadRows(q *leaseq.Queue) {
-	var ic string
-	if err := q.DB().QueryRow("PRAGMA integrity_check").Scan(&ic); err != nil || ic != "ok" {
-		k.bad("PRAGMA integrity_check: %q, %v", ic, err)
+// loadRows reads the final rows through List and runs the engine's
+// integrity check.
+func (k *checker) loadRows(q *leaseq.Queue, e chaosEngine) {
+	if problem := e.integrity(q.DB()); problem != "" {
+		k.bad("%s", problem)
 	}
 	k.rows = map[string]*leaseq.State{}
 	f := leaseq.Filter{Limit: leaseq.MaxListLimit}
@@ -365,11 +420,15 @@ func (k *checker) loadHistories() {
 		}
 		if inc.killed && len(evs) > 0 {
 			if s := spareAfter(inc, evs[len(evs)-1]); s != nil {
-				k.spares[inc] = s
+				k.spares = append(k.spares, s)
 			}
 		}
 		for _, e := range evs {
-			k.index(&loggedOp{e, inc})
+			if e.Fault != "" {
+				k.fault(&loggedOp{e, inc})
+			} else {
+				k.index(&loggedOp{e, inc})
+			}
 		}
 	}
 }
@@ -383,7 +442,9 @@ func spareAfter(inc *incarnation, e histEvent) *spare {
 		s.kind, s.from = e.Op, e.T0
 	case inc.role != "chaos-worker":
 		return nil
-	case e.Ev == "start" || e.Ev == "finish" || e.Ev == "release" || e.Ev == "fail":
+	case e.Fault != "" && (e.Ev == "finish" || e.Ev == "release" || e.Ev == "fail"):
+		s.kind, s.from = e.Ev, e.T1 // the same call again
+	case e.Ev == "start" || e.Ev == "finish" || e.Ev == "release" || e.Ev == "fail" || e.Fault != "" && e.Ev == "claim":
 		s.kind = "claim"
 	case e.Ev == "claim" || e.Ev == "extend":
 		s.kind, s.from = "extend", e.T1
@@ -401,7 +462,10 @@ func (k *checker) use(s *spare, what string) bool {
 	if s == nil || (s.used != "" && s.used != what) {
 		return false
 	}
-	if s.used == "" {
+	switch {
+	case s.used == "" && s.fault:
+		k.rep.committed[s.kind]++
+	case s.used == "":
 		k.rep.unlogged[s.kind]++
 	}
 	s.used = what
@@ -444,6 +508,97 @@ func (k *checker) index(op *loggedOp) {
 	case "enqueue":
 		k.enqueues = append(k.enqueues, op)
 	}
+}
+
+// indexAudit indexes the audit: the claims by owner, in instant order, and
+// by token; every change by job.
+func (k *checker) indexAudit() {
+	k.auditClaims, k.auditOf, k.auditClaim = map[string][]auditRow{}, map[string][]auditRow{}, map[string]auditRow{}
+	for _, a := range k.audit {
+		k.auditOf[a.ID] = append(k.auditOf[a.ID], a)
+		if a.call() == "claim" {
+			k.auditClaims[a.Owner] = append(k.auditClaims[a.Owner], a)
+			k.auditClaim[opKey(a.ID, "", a.Token)] = a
+		}
+	}
+	for _, claims := range k.auditClaims {
+		slices.SortStableFunc(claims, func(a, b auditRow) int { return cmp.Compare(a.At, b.At) })
+	}
+}
+
+// fault takes in the line of a loop worker's or the operator's call that
+// failed with an error: it must have failed during a server restart; what
+// it did is what the audit shows it did (see checkHistory).
+func (k *checker) fault(op *loggedOp) {
+	k.rep.faults[op.Ev]++
+	k.checkFaultTime(op)
+	switch op.Ev {
+	case "purge":
+		k.spares = append(k.spares, &spare{inc: op.inc, kind: op.Ev, ev: op.histEvent, from: op.T0, fault: true})
+		return
+	case "extend", "finish", "release", "fail":
+		if l := k.job(op.Job).lives[op.Token]; l == nil || l.claim.inc != op.inc {
+			k.bad("%s: %s.%d logged a failed %s of token %d without a logged claim of it", op.Job, op.inc.name, op.inc.n, op.Ev, op.Token)
+			return
+		}
+	}
+	var found []histEvent
+	for _, a := range k.auditedDuring(op) {
+		switch {
+		case op.Ev == "claim" || a.ID == op.Job && a.Token == op.Token && a.call() == op.Ev:
+			found = append(found, a.event(op.Ev))
+		case op.Ev == "cancel" && a.ID == op.Job && a.Reason == op.Reason && a.Status == string(leaseq.StatusQuarantined):
+			found = append(found, histEvent{Ev: "cancel", Job: a.ID, Owner: op.Owner, Reason: op.Reason, OK: true,
+				instant: instant{At: a.At, T0: a.At, T1: a.At}})
+		case op.Ev == "enqueue" && a.ID == op.Job && a.OldStatus == "":
+			e := op.histEvent
+			e.Fault, e.OK, e.instant = "", true, instant{At: a.At, T0: a.At, T1: a.At}
+			found = append(found, e)
+		}
+	}
+	switch len(found) {
+	case 0:
+	case 1:
+		k.rep.committed[op.Ev]++
+		k.index(&loggedOp{found[0], op.inc})
+	default:
+		k.bad("%s.%d: its failed %s of %s at [%d, %d] matches %d audited changes", op.inc.name, op.inc.n, op.Ev, op.Job, op.T0, op.T1, len(found))
+	}
+}
+
+// auditedDuring is the audited changes the failed call op may have made:
+// of its owner's claims, or of its job (by its owner, but for a cancel or
+// an enqueue), at an instant within the call.
+func (k *checker) auditedDuring(op *loggedOp) []auditRow {
+	rows := k.auditOf[op.Job]
+	if op.Ev == "claim" {
+		rows = k.auditClaims[op.inc.name]
+		from, _ := slices.BinarySearchFunc(rows, op.T0, func(a auditRow, t int64) int { return cmp.Compare(a.At, t) })
+		rows = rows[from:]
+	}
+	var during []auditRow
+	for _, a := range rows {
+		if a.At > op.T1 && op.Ev == "claim" {
+			break
+		}
+		if op.T0 <= a.At && a.At <= op.T1 && (op.Ev == "cancel" || op.Ev == "enqueue" || a.Owner == op.inc.name) {
+			during = append(during, a)
+		}
+	}
+	return during
+}
+
+// checkFaultTime checks that the failed call op overlapped a restart of
+// the server, or began at most chaosFaultSlack after one was over: the last
+// restart to begin before the call returned.
+func (k *checker) checkFaultTime(op *loggedOp) {
+	i, _ := slices.BinarySearchFunc(k.restarts, op.T1+1, func(r interval, t int64) int { return cmp.Compare(r.from, t) })
+	if i > 0 && op.T0 <= k.restarts[i-1].to+chaosFaultSlack.Milliseconds() {
+		k.rep.faultLate = max(k.rep.faultLate, op.T0-k.restarts[i-1].to)
+		return
+	}
+	k.bad("%s: %s.%d's %s of token %d failed at [%d, %d], while the server was up: %s",
+		op.Job, op.inc.name, op.inc.n, op.Ev, op.Token, op.T0, op.T1, op.Fault)
 }
 
 // checkReading checks that a call's recorded clock reading lies in its
@@ -492,8 +647,7 @@ func (k *checker) buildGenerations(jobs []leaseq.Job) {
 		jl := k.jobs[id]
 		slices.SortStableFunc(jl.gens, func(a, b *generation) int { return cmp.Compare(a.from, b.from) })
 		for _, l := range jl.lives {
-			lo, _ := l.claim.bounds()
-			l.gen = jl.genAt(lo)
+			l.gen = k.genOfClaim(jl, l)
 		}
 		for _, c := range jl.cancels {
 			if lo, hi := c.bounds(); c.OK && jl.genAt(lo) != nil {
@@ -510,6 +664,39 @@ func (k *checker) buildGenerations(jobs []leaseq.Job) {
 			slices.SortFunc(g.lives, func(a, b *life) int { return cmp.Compare(a.token, b.token) })
 		}
 	}
+}
+
+// genOfClaim is the generation the claim of l was made in. On SQLite a
+// claim reads the clock under the lock, after every commit before it, so
+// it is the last generation enqueued at or before the claim's instant. On
+// PostgreSQL a claim reads the clock before its statement reaches the rows
+// it takes, and a job enqueued claimable at once may be claimed at any
+// instant (as after the clock stepped back: rules 1 and 15 in README's
+// "The rules"), so a claim may take a generation enqueued after its
+// instant. The audit's commit order tells: the claim is of the generation
+// of the ID's last insert before it — if the audit has the claim as it
+// was logged. Such claims are counted.
+func (k *checker) genOfClaim(jl *jobLog, l *life) *generation {
+	lo, _ := l.claim.bounds()
+	byInstant := jl.genAt(lo)
+	a, ok := k.auditClaim[opKey(jl.id, "", l.token)]
+	if !ok || a.Owner != l.claim.Owner || a.At != l.claim.At || a.Attempts != l.claim.Attempt {
+		return byInstant
+	}
+	var insert *auditRow
+	for i, x := range k.auditOf[jl.id] {
+		if x.OldStatus == "" && x.Seq < a.Seq {
+			insert = &k.auditOf[jl.id][i]
+		}
+	}
+	if insert == nil {
+		return byInstant
+	}
+	g := jl.genAt(insert.At)
+	if g != byInstant {
+		k.rep.claimsBeforeEnqueue++
+	}
+	return g
 }
 
 func (k *checker) addGeneration(e histEvent, g *generation) {
@@ -892,11 +1079,12 @@ func (k *checker) holderSpare(jl *jobLog, l *life, kind string) *spare {
 	if l == nil || l.claim == nil {
 		return nil
 	}
-	s := k.spares[l.claim.inc]
-	if s == nil || s.kind != kind || s.ev.Job != jl.id || s.ev.Token != l.token {
-		return nil
+	for _, s := range k.spares {
+		if s.inc == l.claim.inc && s.kind == kind && s.ev.Job == jl.id && s.ev.Token == l.token {
+			return s
+		}
 	}
-	return s
+	return nil
 }
 
 // checkCancels checks each logged cancel against the generation it was
@@ -1308,8 +1496,8 @@ func (k *checker) accountForUnloggedClaims() {
 // takeSpareClaim uses up a killed worker that can account for an unlogged
 // claim (of token of id, if known), named name if name is not empty.
 func (k *checker) takeSpareClaim(name, id string, token int64) bool {
-	for _, inc := range k.all {
-		if s := k.spares[inc]; s != nil && s.kind == "claim" && s.used == "" && (name == "" || inc.name == name) {
+	for _, s := range k.spares {
+		if s.kind == "claim" && s.used == "" && (name == "" || s.inc.name == name) {
 			return k.use(s, fmt.Sprint("claim ", id, " ", token))
 		}
 	}
@@ -1448,6 +1636,7 @@ const (
 	workExtendFailed     = "leaseq: extending a lease failed"
 	workResultRefused    = "leaseq: result refused; the lease was lost"
 	workRecordFailed     = "leaseq: recording a result failed"
+	workRecordRetry      = "leaseq: recording a result failed; retrying"
 	workClaimFailed      = "leaseq: claiming failed; retrying"
 	workPanicked         = "leaseq: handler panicked"
 	workRecorded         = "leaseq: job " // + the outcome, at Debug: the result was recorded
@@ -1455,10 +1644,12 @@ const (
 
 // poolLog is what a pool incarnation logged besides its handlers' lines.
 type poolLog struct {
-	inc      *incarnation
-	gaps     []interval  // the observer's
-	shutdown int64       // when it began shutting down; 0: it did not
-	delivers []*loggedOp // indexed once the claims are
+	inc         *incarnation
+	gaps        []interval  // the observer's
+	shutdown    int64       // when it began shutting down; 0: it did not
+	delivers    []*loggedOp // indexed once the claims are
+	claimFaults []int64     // when Work logged that a claim failed
+	claims      []int64     // the instants of its audited claims
 }
 
 // workRun is one handler of a pool: its lines and Work's records about its
@@ -1503,6 +1694,7 @@ func (k *checker) loadPool(inc *incarnation, evs []histEvent) {
 			switch e.Msg {
 			case workClaimFailed:
 				k.rep.pool.claimFaults++
+				pl.claimFaults = append(pl.claimFaults, e.T1)
 			default:
 				k.bad("%s.%d: Work logged %q (%s) about no job", inc.name, inc.n, e.Msg, e.Level)
 			}
@@ -1542,6 +1734,9 @@ func (k *checker) synthesizePools() {
 			k.rep.pool.claims++
 			if inc := k.claimant(a); inc != nil {
 				k.index(&loggedOp{a.event(kind), inc})
+				if pl := k.pools[inc]; pl != nil {
+					pl.claims = append(pl.claims, a.At)
+				}
 			} else {
 				k.bad("%s: token %d claimed by %s at %d, when no incarnation of it was running", a.ID, a.Token, a.Owner, a.At)
 			}
@@ -1703,6 +1898,25 @@ func (r *workRun) refusal(e histEvent) *histEvent {
 	return &op
 }
 
+// claimFailed reports whether the pool's claim at instant at may have
+// failed with an error after it committed, so that Work never got its
+// jobs: Work logged a claim fault at or after at, and the pool made no
+// other claim in between (Work logs the fault before it claims again).
+func (pl *poolLog) claimFailed(at int64) bool {
+	for _, f := range pl.claimFaults {
+		if f >= at {
+			return !slices.ContainsFunc(pl.claims, func(c int64) bool { return at < c && c < f })
+		}
+	}
+	return false
+}
+
+// loggedBetween reports whether Work logged msg about the run's claim at a
+// time in [lo, hi].
+func (r *workRun) loggedBetween(msg string, lo, hi int64) bool {
+	return slices.ContainsFunc(r.logs, func(e histEvent) bool { return e.Msg == msg && lo <= e.T1 && e.T1 <= hi })
+}
+
 // logged reports whether Work logged msg about the run's claim.
 func (r *workRun) logged(msg string) bool {
 	return slices.ContainsFunc(r.logs, func(e histEvent) bool { return e.Msg == msg })
@@ -1713,7 +1927,12 @@ func (r *workRun) logged(msg string) bool {
 func (k *checker) checkPools() {
 	for _, id := range k.order {
 		for _, l := range k.jobs[id].lives {
-			if inc := l.claim.inc; inc.role == "chaos-pool" && l.run == nil && !inc.killed {
+			inc := l.claim.inc
+			switch {
+			case inc.role != "chaos-pool" || l.run != nil || inc.killed:
+			case k.pools[inc].claimFailed(l.claim.At):
+				k.rep.pool.claimedFaults++
+			default:
 				k.bad("%s: token %d claimed by %s.%d at %d, which was not killed and never ran it", id, l.token, inc.name, inc.n, l.claim.At)
 			}
 		}
@@ -1757,8 +1976,14 @@ func (k *checker) checkResult(r *workRun) {
 		}
 	}
 	id, tok := r.run.Job, r.run.Token
-	if r.logged(workRecordFailed) {
+	if r.logged(workRecordFailed) || r.logged(workRecordRetry) {
 		k.rep.pool.recordFaults++
+	}
+	if accepted != nil && refused != nil && r.loggedBetween(workRecordRetry, accepted.At, refused.T1) {
+		// The try that failed had committed; the next met the fence it
+		// had closed.
+		k.rep.pool.recordedFaults++
+		refused = nil
 	}
 	switch {
 	case accepted != nil && refused != nil:
@@ -2024,13 +2249,68 @@ type checkerCase struct {
 	seq  int
 	// tamper, if set, edits the audit before the checker reads it.
 	tamper func(audit []auditRow) []auditRow
+	// env is where it runs; restarts are the server restarts the checker
+	// is told of.
+	env      *checkerEnv
+	restarts []interval
 }
 
-func newCase(t *testing.T) *checkerCase {
-	cc := &checkerCase{t: t, f: newFixture(t, sqliteEngine, leaseq.Options{MaxAttempts: chaosMaxAttempts}),
-		rcv: &receiver{qty: map[string]int{}}}
-	installChaosAudit(t, cc.f.db)
+// checkerEnv is where the checker's cases of one engine run: on SQLite
+// each in a fresh file; on PostgreSQL, where a fresh database costs a
+// CREATE DATABASE, each in a queue of its own on one shared database (the
+// audit says which queue each change is of).
+type checkerEnv struct {
+	engine chaosEngine
+	where  string
+	db     *sql.DB // the shared database; nil for a file per case
+	queues atomic.Int64
+}
+
+func newCheckerEnv(t *testing.T, e chaosEngine) *checkerEnv {
+	env := &checkerEnv{engine: e}
+	if e.name == "sqlite" {
+		return env
+	}
+	env.where = e.fresh(t, "")
+	db, err := e.open(env.where)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := leaseq.New(context.Background(), db, leaseq.Options{}); err != nil { // the schema, for the trigger
+		t.Fatal(err)
+	}
+	installChaosAudit(t, db, e)
+	if problem := e.integrity(db); problem != "" { // and installs amcheck before the cases run at once
+		t.Fatal(problem)
+	}
+	env.db = db
+	return env
+}
+
+func newCase(t *testing.T, env *checkerEnv) *checkerCase {
+	cc := &checkerCase{t: t, f: env.fixture(t), rcv: &receiver{qty: map[string]int{}}, env: env}
+	if env.db == nil {
+		installChaosAudit(t, cc.f.db, env.engine)
+	}
 	return cc
+}
+
+// fixture is a fixture with the chaos queues' options, in a fresh file or
+// a queue of its own.
+func (env *checkerEnv) fixture(t *testing.T) *fixture {
+	t.Helper()
+	opts := leaseq.Options{MaxAttempts: chaosMaxAttempts}
+	if env.db == nil {
+		return newFixture(t, sqliteEngine, opts)
+	}
+	f := &fixture{t: t, ctx: context.Background(), e: postgresEngine, path: env.where, db: env.db, clock: leaseq.NewManualClock(t0)}
+	opts.Name, opts.Clock = fmt.Sprintf("case%d", env.queues.Add(1)), f.clock
+	var err error
+	if f.q, err = leaseq.New(f.ctx, env.db, opts); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 // unixAt is the Unix millisecond of t0 + n ms.
@@ -2219,11 +2499,11 @@ func (cc *checkerCase) check(t *testing.T) chaosReport {
 			t.Fatal(err)
 		}
 	}
-	audit := readChaosAudit(t, cc.f.db)
+	audit := readChaosAudit(t, cc.f.db, cc.f.q.Name())
 	if cc.tamper != nil {
 		audit = cc.tamper(audit)
 	}
-	return checkHistory(t, cc.f.q, &chaos{all: cc.incs, audit: audit}, cc.jobs, cc.rcv)
+	return checkHistory(t, cc.f.q, &chaos{all: cc.incs, audit: audit, engine: cc.env.engine, restarts: cc.restarts}, cc.jobs, cc.rcv)
 }
 
 // edit finds the last line of an incarnation of name matching ev, job and
@@ -2273,8 +2553,8 @@ func (cc *checkerCase) drop(name, ev, job string, token int64) {
 //	430ms op enqueues j3 again; 440ms w1 claims it: token 3, attempt 1;
 //	      delivers; 450ms finishes: accepted
 //	460ms op cancels j1: refused, it is done
-func newCheckerCase(t *testing.T) *checkerCase {
-	cc := newCase(t)
+func newCheckerCase(t *testing.T, env *checkerEnv) *checkerCase {
+	cc := newCase(t, env)
 	cc.enqueue(0, leaseq.Job{ID: "j1", Qty: 2, Payload: []byte("p1")})
 	cc.enqueue(0, leaseq.Job{ID: "j2", Qty: 3, Payload: []byte("p2")})
 	c := cc.claim(0, "w1")
@@ -2424,8 +2704,8 @@ func (cc *checkerCase) last(name string) *incarnation {
 //	      760ms the drain is over: the context ends with ErrShutdown;
 //	      the handler gives up; 762ms Work releases it at once
 //	770ms pool2 claims m5 (token 2); delivers; 777ms finished
-func newPoolCase(t *testing.T) *checkerCase {
-	cc := newCase(t)
+func newPoolCase(t *testing.T, env *checkerEnv) *checkerCase {
+	cc := newCase(t, env)
 	lost, shut := leaseq.ErrLeaseLost, leaseq.ErrShutdown
 	cc.enqueue(0, leaseq.Job{ID: "m1", Qty: 1, Payload: []byte("q1")})
 	c := cc.poolClaim(0, "pool1", "finish", "quick")
@@ -2492,8 +2772,8 @@ func newPoolCase(t *testing.T) *checkerCase {
 // killed at 290 with no sign that its context ended; pool2 takes the job at
 // 300. Whether that is a violation depends on whether pool1 was running
 // between 200 and 290.
-func newOutlivedCase(t *testing.T) *checkerCase {
-	cc := newCase(t)
+func newOutlivedCase(t *testing.T, env *checkerEnv) *checkerCase {
+	cc := newCase(t, env)
 	cc.enqueue(0, leaseq.Job{ID: "n1", Qty: 1, Payload: []byte("n1")})
 	c := cc.poolClaim(0, "pool1", "finish", "stall")
 	cc.heartbeat(50, "pool1", &c)
@@ -2686,6 +2966,202 @@ var lostLineCases = []lostLineCase{
 	}, "", "the row holds payload"},
 }
 
+// fail turns the last line of name matching ev, job and token, a call the
+// queue made, into the line of a call that failed with an error (the
+// connection was cut after the commit) during a server restart: no result,
+// no clock reading, a window around the instant. A claim's failed line
+// names no job.
+func (cc *checkerCase) fail(name, ev, job string, token int64) {
+	e := cc.edit(name, ev, job, token)
+	lo, hi := e.bounds()
+	*e = histEvent{Ev: e.Ev, Job: e.Job, Owner: e.Owner, Token: e.Token, Lease: e.Lease, Delay: e.Delay, Reason: e.Reason,
+		Before: e.Before, Statuses: e.Statuses, Listed: e.Listed, Qty: e.Qty, Payload: e.Payload, MaxAttempts: e.MaxAttempts,
+		Deadline: e.Deadline, RunAt: e.RunAt, Fault: "unexpected EOF", instant: instant{T0: lo - 1, T1: hi + 1}}
+	if ev == "claim" {
+		e.Job, e.Token, e.Deadline = "", 0, 0
+	}
+	cc.restarts = append(cc.restarts, interval{lo - 1, hi + 1})
+}
+
+// failed is the line of a call at t0 + at that failed with an error
+// during a server restart and did nothing: the call was never made.
+func (cc *checkerCase) failed(at int64, name string, e histEvent) {
+	e.Owner, e.Fault, e.instant = name, "connection refused", instant{T0: unixAt(at), T1: unixAt(at) + 1}
+	cc.log(name, e)
+	cc.restarts = append(cc.restarts, interval{unixAt(at), unixAt(at) + 1})
+}
+
+// faultCase is a history in which a call of a loop worker or of the
+// operator failed with an error during a server restart, for each way the
+// checker must learn from the audit (or, for a purge, from what followed)
+// what the call did. Without the restart the same history
+// is a violation: no call fails while the server is up.
+type faultCase struct {
+	name  string
+	build func(cc *checkerCase)
+	// committed is the kind of call the checker must find took effect; ""
+	// for none.
+	committed string
+}
+
+var faultCases = []faultCase{
+	{"a claim that committed", func(cc *checkerCase) {
+		// w1's claim at 0 is lost to it; w2 takes the job once that
+		// lease has ended.
+		cc.enqueue(0, leaseq.Job{ID: "f1", Qty: 1, Payload: []byte("f1")})
+		cc.claim(0, "w1")
+		cc.fail("w1", "claim", "f1", 1)
+		c := cc.claim(160, "w2")
+		cc.deliver(170, "w2", c, "finish", 0)
+		cc.settle(170, "w2", c, "finish", 0)
+		cc.exit("w1", "w2")
+	}, "claim"},
+	{"a claim that did not commit", func(cc *checkerCase) {
+		cc.enqueue(0, leaseq.Job{ID: "f1", Qty: 1, Payload: []byte("f1")})
+		cc.failed(0, "w1", histEvent{Ev: "claim"})
+		c := cc.claim(10, "w1")
+		cc.deliver(20, "w1", c, "finish", 0)
+		cc.settle(20, "w1", c, "finish", 0)
+		cc.exit("w1")
+	}, ""},
+	{"an extension that committed", func(cc *checkerCase) {
+		// The finish at 200 needs the extension to 250 of the failed
+		// call at 100.
+		cc.enqueue(0, leaseq.Job{ID: "f1", Qty: 1, Payload: []byte("f1")})
+		c := cc.claim(0, "w1")
+		ext := c
+		cc.extend(100, "w1", &ext)
+		cc.fail("w1", "extend", "f1", 1)
+		cc.deliver(190, "w1", c, "finish", 0)
+		cc.settle(200, "w1", c, "finish", 0)
+		cc.exit("w1")
+	}, "extend"},
+	{"a finish that committed, made again and refused", func(cc *checkerCase) {
+		cc.enqueue(0, leaseq.Job{ID: "f1", Qty: 1, Payload: []byte("f1")})
+		c := cc.claim(0, "w1")
+		cc.deliver(10, "w1", c, "finish", 0)
+		cc.settle(10, "w1", c, "finish", 0)
+		cc.fail("w1", "finish", "f1", 1)
+		cc.settle(30, "w1", c, "finish", 0)
+		cc.exit("w1")
+	}, "finish"},
+	{"a finish that did not commit, made again and accepted", func(cc *checkerCase) {
+		cc.enqueue(0, leaseq.Job{ID: "f1", Qty: 1, Payload: []byte("f1")})
+		c := cc.claim(0, "w1")
+		cc.deliver(10, "w1", c, "finish", 0)
+		cc.failed(10, "w1", histEvent{Ev: "finish", Job: "f1", Token: 1})
+		cc.settle(30, "w1", c, "finish", 0)
+		cc.exit("w1")
+	}, ""},
+	{"a release that committed, made again and refused", func(cc *checkerCase) {
+		// w2's claim at 40, inside w1's lease, needs the release.
+		cc.enqueue(0, leaseq.Job{ID: "f1", Qty: 1, Payload: []byte("f1")})
+		c := cc.claim(0, "w1")
+		cc.deliver(10, "w1", c, "release", 0)
+		cc.settle(10, "w1", c, "release", 0)
+		cc.fail("w1", "release", "f1", 1)
+		cc.settle(30, "w1", c, "release", 0)
+		c = cc.claim(40, "w2")
+		cc.deliver(50, "w2", c, "finish", 0)
+		cc.settle(50, "w2", c, "finish", 0)
+		cc.exit("w1", "w2")
+	}, "release"},
+	{"a cancel that committed", func(cc *checkerCase) {
+		// w1's refused extension at 20, inside its lease, and the row's
+		// reason need the cancel.
+		cc.enqueue(0, leaseq.Job{ID: "f1", Qty: 1, Payload: []byte("f1")})
+		c := cc.claim(0, "w1")
+		cc.cancel(10, "f1")
+		cc.fail(chaosOperatorName, "cancel", "f1", 0)
+		cc.extend(20, "w1", &c)
+		cc.exit("w1", chaosOperatorName)
+	}, "cancel"},
+	{"an enqueue that took effect", func(cc *checkerCase) {
+		// The audit has the insert of the enqueue at 30, which the claim
+		// at 40 and the row need.
+		cc.enqueue(0, leaseq.Job{ID: "f1", Qty: 1, Payload: []byte("f1")})
+		c := cc.claim(0, "w1")
+		cc.deliver(10, "w1", c, "finish", 0)
+		cc.settle(10, "w1", c, "finish", 0)
+		cc.purge(20, 15, leaseq.StatusDone)
+		cc.reenqueue(30, leaseq.Job{ID: "f1", Qty: 2, Payload: []byte("f1 again")})
+		cc.fail(chaosOperatorName, "enqueue", "f1", 0)
+		c = cc.claim(40, "w1")
+		cc.deliver(50, "w1", c, "finish", 0)
+		cc.settle(50, "w1", c, "finish", 0)
+		cc.exit("w1", chaosOperatorName)
+	}, "enqueue"},
+	{"a purge that took effect", func(cc *checkerCase) {
+		// f1 is gone: only the failed purge at 20 can have deleted it.
+		cc.enqueue(0, leaseq.Job{ID: "f1", Qty: 1, Payload: []byte("f1")})
+		c := cc.claim(0, "w1")
+		cc.deliver(10, "w1", c, "finish", 0)
+		cc.settle(10, "w1", c, "finish", 0)
+		cc.purge(20, 15, leaseq.StatusDone)
+		cc.fail(chaosOperatorName, "purge", "", 0)
+		cc.exit("w1", chaosOperatorName)
+	}, "purge"},
+}
+
+// faultViolations are tamperings of fault cases, each a kind of violation
+// checkHistory must report with a message containing want.
+var faultViolations = []struct {
+	name, want string
+	of         string // the fault case tampered
+	tamper     func(cc *checkerCase)
+}{
+	{"a finish accepted again after a failed one committed", "finish of token 1 by w1 accepted at 1767225600030, but its own finish",
+		"a finish that committed, made again and refused", func(cc *checkerCase) { cc.edit("w1", "finish", "f1", 1).OK = true }},
+	{"a failed claim that committed by the audit of no one", "tokens have no logged claim",
+		"a claim that committed", func(cc *checkerCase) {
+			cc.tamper = func(audit []auditRow) []auditRow {
+				return slices.DeleteFunc(audit, func(a auditRow) bool { return a.Owner == "w1" && a.call() == "claim" })
+			}
+		}},
+	{"a failed release taken to have done nothing", "overlap",
+		"a release that committed, made again and refused", func(cc *checkerCase) {
+			cc.tamper = func(audit []auditRow) []auditRow {
+				return slices.DeleteFunc(audit, func(a auditRow) bool { return a.Owner == "w1" && a.call() == "release" })
+			}
+		}},
+}
+
+// faultCase is the fault case called name.
+func faultCaseNamed(name string) faultCase {
+	i := slices.IndexFunc(faultCases, func(c faultCase) bool { return c.name == name })
+	return faultCases[i]
+}
+
+// newPoolFaultCase is a pool whose claim at 0 failed with an error after
+// it committed (pool2 takes the job when that lease is over), and whose
+// finish at 175 did too: Work's next try at 190 is refused. With
+// claimBetween, pool1 claims p2 at 3, before its claim fault is logged at
+// 5, which then cannot be the claim's at 0.
+func newPoolFaultCase(t *testing.T, env *checkerEnv, claimBetween bool) *checkerCase {
+	cc := newCase(t, env)
+	cc.enqueue(0, leaseq.Job{ID: "p1", Qty: 1, Payload: []byte("p1")})
+	cc.f.at(0).mustClaim("pool1", chaosLease)
+	if claimBetween {
+		cc.enqueue(1, leaseq.Job{ID: "p2", Qty: 1, Payload: []byte("p2")})
+		c := cc.poolClaim(3, "pool1", "finish", "quick")
+		cc.deliver(4, "pool1", c, "finish", 0)
+		cc.handlerReturn(4, "pool1", c, "finish", "", nil)
+		cc.workRecord(4, "pool1", c, "finish", 0, "", "finished")
+	}
+	cc.log("pool1", histEvent{Ev: "log", Msg: workClaimFailed, Level: slog.LevelError.String(), Owner: "pool1",
+		instant: instant{T1: unixAt(5)}})
+	c := cc.poolClaim(160, "pool2", "finish", "quick")
+	cc.deliver(165, "pool2", c, "finish", 0)
+	cc.handlerReturn(170, "pool2", c, "finish", "", nil)
+	if ok, err := cc.f.at(175).q.Finish(cc.f.ctx, c); err != nil || !ok {
+		t.Fatalf("Finish: %v, %v", ok, err)
+	}
+	cc.workLog(176, "pool2", c, slog.LevelError, workRecordRetry, "finished")
+	cc.workRecord(190, "pool2", c, "finish", 0, "", "finished")
+	cc.exit("pool1", "pool2")
+	return cc
+}
+
 // checkerViolations are tamperings of newCheckerCase, each a kind of
 // violation checkHistory must report with a message containing want.
 var checkerViolations = []struct {
@@ -2816,11 +3292,25 @@ var checkerViolations = []struct {
 // real-time window only, and histories with each kind of violation; and
 // the same for pools: a clean history of two pools, handlers that outlived
 // their lease in a stopped process (which it must accept) or in a running
-// one (which it must not), and each kind of violation of a pool.
+// one (which it must not), and each kind of violation of a pool; and calls
+// that failed with an error during a server restart, which it must judge
+// by what the audit shows they did, and not at all while the server was
+// up. It runs on each engine, with that engine's audit triggers.
 func TestChaosCheckerCatches(t *testing.T) {
+	for _, e := range chaosEngines {
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			checkerCatches(t, newCheckerEnv(t, e))
+		})
+	}
+}
+
+// checkerCatches is TestChaosCheckerCatches on one engine: the audit's
+// triggers are the engine's.
+func checkerCatches(t *testing.T, env *checkerEnv) {
 	t.Run("clean", func(t *testing.T) {
 		t.Parallel()
-		rep := newCheckerCase(t).check(t)
+		rep := newCheckerCase(t, env).check(t)
 		if len(rep.violations) != 0 || rep.jobs != 5 || rep.reenqueued != 1 || rep.done != 3 || rep.quarantined != 1 ||
 			rep.purged != 1 || rep.claims != 7 || rep.accepted["finish"] != 3 || rep.refused["finish"] != 1 ||
 			rep.accepted["extend"] != 1 || rep.refused["extend"] != 1 || rep.accepted["release"] != 1 ||
@@ -2831,7 +3321,7 @@ func TestChaosCheckerCatches(t *testing.T) {
 	})
 	t.Run("claim line lost by a killed worker", func(t *testing.T) {
 		t.Parallel()
-		cc := newCheckerCase(t)
+		cc := newCheckerCase(t, env)
 		cc.drop("w2", "claim", "j2", 1)
 		rep := cc.check(t)
 		if len(rep.violations) != 0 || rep.unloggedClaims != 1 {
@@ -2840,7 +3330,7 @@ func TestChaosCheckerCatches(t *testing.T) {
 	})
 	t.Run("finish line lost by a killed worker", func(t *testing.T) {
 		t.Parallel()
-		cc := newCheckerCase(t)
+		cc := newCheckerCase(t, env)
 		cc.drop("w1", "exit", "", 0)
 		cc.loseLine("w1", "finish", "j3", 3, true)
 		rep := cc.check(t)
@@ -2850,7 +3340,7 @@ func TestChaosCheckerCatches(t *testing.T) {
 	})
 	t.Run("a window straddling the lease end", func(t *testing.T) {
 		t.Parallel()
-		cc := newCheckerCase(t)
+		cc := newCheckerCase(t, env)
 		e := cc.edit("w1", "finish", "j1", 1)
 		e.At, e.T0, e.T1 = 0, unixAt(5), unixAt(160)
 		e = cc.edit("w3", "extend", "j4", 1)
@@ -2861,7 +3351,7 @@ func TestChaosCheckerCatches(t *testing.T) {
 	})
 	t.Run("a purged ID whose tokens do not continue after the run", func(t *testing.T) {
 		t.Parallel()
-		cc := newCase(t)
+		cc := newCase(t, env)
 		cc.enqueue(0, leaseq.Job{ID: "k1", Qty: 1, Payload: []byte("k1")})
 		c := cc.claim(0, "w1")
 		cc.deliver(10, "w1", c, "finish", 0)
@@ -2873,7 +3363,7 @@ func TestChaosCheckerCatches(t *testing.T) {
 	})
 	t.Run("pools", func(t *testing.T) {
 		t.Parallel()
-		rep := newPoolCase(t).check(t)
+		rep := newPoolCase(t, env).check(t)
 		want := poolReport{runs: 8, claims: 8, extends: 6, refusedExtends: 1, lostSeen: 2, shutdownSeen: 1, panics: 1,
 			outlived: 1, lateMax: 2, lateRealMax: 72, cancelled: 1, cancelSeenMax: 41}
 		if len(rep.violations) != 0 || rep.pool != want || rep.done != 3 || rep.quarantined != 2 || rep.accepted["finish"] != 3 ||
@@ -2883,7 +3373,7 @@ func TestChaosCheckerCatches(t *testing.T) {
 	})
 	t.Run("a pause only the observer saw", func(t *testing.T) {
 		t.Parallel()
-		cc := newPoolCase(t)
+		cc := newPoolCase(t, env)
 		cc.last("pool1").pauses = nil
 		cc.append("pool1", histEvent{Ev: "gap", Owner: "pool1", instant: instant{T0: unixAt(189), T1: unixAt(401)}})
 		if rep := cc.check(t); len(rep.violations) != 0 || rep.pool.lateMax != 1 {
@@ -2894,7 +3384,7 @@ func TestChaosCheckerCatches(t *testing.T) {
 		// pool1's claim at 0 (lease_until 150) commits late; its handler
 		// starts at 200 and is told at once.
 		t.Parallel()
-		cc := newCase(t)
+		cc := newCase(t, env)
 		cc.enqueue(0, leaseq.Job{ID: "n1", Qty: 1, Payload: []byte("n1")})
 		c := cc.poolClaim(0, "pool1", "finish", "quick")
 		cc.edit("pool1", "run", "n1", 1).At = unixAt(200)
@@ -2913,7 +3403,7 @@ func TestChaosCheckerCatches(t *testing.T) {
 	})
 	t.Run("a pool killed while stopped past its lease", func(t *testing.T) {
 		t.Parallel()
-		cc := newOutlivedCase(t)
+		cc := newOutlivedCase(t, env)
 		cc.pause("pool1", 60, 290)
 		if rep := cc.check(t); len(rep.violations) != 0 || rep.pool.outlived != 1 || rep.pool.lateMax != 0 {
 			t.Fatalf("got %+v, want no violations: it never ran after its lease ended", rep)
@@ -2921,13 +3411,13 @@ func TestChaosCheckerCatches(t *testing.T) {
 	})
 	t.Run("a pool killed running long past its lease", func(t *testing.T) {
 		t.Parallel()
-		wantViolation(t, newOutlivedCase(t).check(t),
+		wantViolation(t, newOutlivedCase(t, env).check(t),
 			"it was killed at 1767225600290 with no sign that its context had ended: 90ms of running time later")
 	})
 	for _, v := range poolViolations {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
-			cc := newPoolCase(t)
+			cc := newPoolCase(t, env)
 			v.tamper(cc)
 			wantViolation(t, cc.check(t), v.want)
 		})
@@ -2935,7 +3425,7 @@ func TestChaosCheckerCatches(t *testing.T) {
 	for _, c := range lostLineCases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			cc := newCase(t)
+			cc := newCase(t, env)
 			c.lose(cc, true)
 			if rep := cc.check(t); len(rep.violations) != 0 || c.unlogged != "" && rep.unlogged[c.unlogged] != 1 {
 				t.Fatalf("got %+v, want no violations and 1 unlogged %s", rep, c.unlogged)
@@ -2943,7 +3433,7 @@ func TestChaosCheckerCatches(t *testing.T) {
 		})
 		t.Run(c.name+" without a kill", func(t *testing.T) {
 			t.Parallel()
-			cc := newCase(t)
+			cc := newCase(t, env)
 			c.lose(cc, false)
 			wantViolation(t, cc.check(t), c.want)
 		})
@@ -2951,13 +3441,80 @@ func TestChaosCheckerCatches(t *testing.T) {
 	for _, v := range checkerViolations {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
-			cc := newCheckerCase(t)
+			cc := newCheckerCase(t, env)
 			v.tamper(cc)
 			wantViolation(t, cc.check(t), v.want)
 		})
 	}
+	for _, c := range faultCases {
+		t.Run("failed: "+c.name, func(t *testing.T) {
+			t.Parallel()
+			cc := newCase(t, env)
+			c.build(cc)
+			rep := cc.check(t)
+			if len(rep.violations) != 0 || c.committed != "" && rep.committed[c.committed] != 1 || c.committed == "" && len(rep.committed) != 0 {
+				t.Fatalf("got %+v, want no violations and %q taking effect", rep, c.committed)
+			}
+		})
+		t.Run("failed: "+c.name+" while the server was up", func(t *testing.T) {
+			t.Parallel()
+			cc := newCase(t, env)
+			c.build(cc)
+			cc.restarts = nil
+			wantViolation(t, cc.check(t), "while the server was up")
+		})
+	}
+	for _, v := range faultViolations {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			cc := newCase(t, env)
+			faultCaseNamed(v.of).build(cc)
+			v.tamper(cc)
+			wantViolation(t, cc.check(t), v.want)
+		})
+	}
+	t.Run("a claim at an instant before the enqueue it took", func(t *testing.T) {
+		// w1 reads the clock at 25 and claims only after op has enqueued
+		// f1 again at 30: the job, claimable at once, is taken at 25.
+		t.Parallel()
+		cc := newCase(t, env)
+		cc.enqueue(0, leaseq.Job{ID: "f1", Qty: 1, Payload: []byte("f1")})
+		c := cc.claim(0, "w1")
+		cc.deliver(10, "w1", c, "finish", 0)
+		cc.settle(10, "w1", c, "finish", 0)
+		cc.purge(20, 15, leaseq.StatusDone)
+		cc.reenqueue(30, leaseq.Job{ID: "f1", Qty: 2, Payload: []byte("f1 again")})
+		c = cc.claim(25, "w1")
+		cc.deliver(40, "w1", c, "finish", 0)
+		cc.settle(40, "w1", c, "finish", 0)
+		cc.exit("w1", chaosOperatorName)
+		if rep := cc.check(t); len(rep.violations) != 0 || rep.claimsBeforeEnqueue != 1 {
+			t.Fatalf("got %+v, want no violations and 1 claim before its enqueue", rep)
+		}
+	})
+	t.Run("a pool's claim and result that failed but committed", func(t *testing.T) {
+		t.Parallel()
+		if rep := newPoolFaultCase(t, env, false).check(t); len(rep.violations) != 0 || rep.pool.claimedFaults != 1 || rep.pool.recordedFaults != 1 {
+			t.Fatalf("got %+v, want no violations, a claim and a result that failed but committed", rep)
+		}
+	})
+	t.Run("a pool's claim no handler ran, with no fault", func(t *testing.T) {
+		t.Parallel()
+		cc := newPoolFaultCase(t, env, false)
+		cc.drop("pool1", "log", "", 0)
+		wantViolation(t, cc.check(t), "p1: token 1 claimed by pool1.0 at 1767225600000, which was not killed and never ran it")
+	})
+	t.Run("a pool's claim no handler ran, its fault after the next claim", func(t *testing.T) {
+		t.Parallel()
+		wantViolation(t, newPoolFaultCase(t, env, true).check(t), "p1: token 1 claimed by pool1.0 at 1767225600000, which was not killed and never ran it")
+	})
+	t.Run("a pool's result accepted and refused, with no fault", func(t *testing.T) {
+		t.Parallel()
+		cc := newPoolFaultCase(t, env, false)
+		cc.record("pool2", workRecordRetry, "p1").Msg = "leaseq: something else"
+		wantViolation(t, cc.check(t), "p1: the result of token 2 was accepted at 1767225600175 and refused")
+	})
 }
-
 func wantViolation(t *testing.T, rep chaosReport, want string) {
 	t.Helper()
 	for _, got := range rep.violations {

@@ -288,15 +288,22 @@ const pgClaimSQL = `SELECT seq, id, qty, payload, token, attempts, lease_until, 
 FROM leaseq_claim($1, $2, $3, $4, $5)`
 
 // claim runs leaseq_claim as one statement. An idle claim changes no row
-// and so takes no lock (rule 23 in README's "The rules").
+// and so takes no lock (rule 23 in README's "The rules"). An injected clock
+// is read once the claim holds its connection, so that a wait for one (a
+// new connection takes a while, more so while the server recovers) does
+// not leave the claim judging at a stale instant (rule 8); the rows it
+// takes it locks itself, so it cannot read a clock of this process after
+// that. A worker pool's claim on the server's clock joins its queue's pool
+// step instead (postgres_pool.go).
 //
-// Once begun, the statement is not interrupted by ctx: it never waits for
-// a lock (SKIP LOCKED), so it ends in moments anyway, and its claims are
-// returned even if ctx ended meanwhile (Work runs them under its drain).
-// Cut short instead, it would go on holding the rows it locked on the
-// server until the cancellation reached it, hiding them from other
-// claimers and their sweeps for that while, and then take back claims the
-// caller may already have been told about.
+// The statement, once sent, is not cut short by ctx: it commits on its own,
+// so an end of ctx while it ran would leave the claims committed and their
+// caller with an error and no claims, the jobs leased to nobody who knows
+// until their leases end (Work runs a claim that committed as its context
+// ended under its drain); and until the cancellation reached the server it
+// would go on holding the rows it locked, hiding them from other claimers'
+// sweeps. A claim does not wait for locks (rule 39), so it runs briefly past
+// ctx at most, as a COMMIT does on SQLite.
 func (e *pgEngine) claim(ctx context.Context, q *Queue, owner string, lease time.Duration, max int, share sharing) ([]Claim, error) {
 	if share == sharePool && q.serverClock {
 		return e.pool(q).claim(ctx, owner, lease, max)
@@ -353,8 +360,9 @@ SET status = CASE WHEN attempts >= max_attempts OR ` + pgNow + ` + $6 >= coalesc
 	fenceFail: `UPDATE leaseq_jobs SET status = 'quarantined', ready = 0, reason = $6, updated_at = ` + pgNow + pgFenceSQL,
 }
 
-// pgFinishManySQL is FinishBatch as one statement at one instant: each
-// claim fenced on its own, as pgFenceSQL fences one.
+// pgFinishManySQL is FinishBatch on the server's clock as one statement at
+// one instant, which it reads itself: each claim fenced on its own, as
+// pgFenceSQL fences one.
 const pgFinishManySQL = `
 UPDATE leaseq_jobs j SET status = 'done', ready = 0, updated_at = t.now
 FROM (SELECT coalesce($2::bigint, leaseq_now()) AS now) t,
@@ -374,7 +382,7 @@ func (e *pgEngine) finishMany(ctx context.Context, q *Queue, fs []fenced) ([]set
 	var out []settled
 	err := retrySerialization(ctx, func() error {
 		out = make([]settled, len(fs))
-		rows, err := e.dbh.QueryContext(ctx, pgFinishManySQL, q.name, q.nowArg(), ids, owners, tokens)
+		rows, err := e.dbh.QueryContext(ctx, pgFinishManySQL, q.name, nil, ids, owners, tokens)
 		if err != nil {
 			return err
 		}
@@ -397,27 +405,54 @@ func (e *pgEngine) finishMany(ctx context.Context, q *Queue, fs []fenced) ([]set
 	return out, pgError(err)
 }
 
-// settle runs a single fenced call as one statement, and a batch of
-// finishes as one statement too (finishMany); any other batch runs in one
-// transaction at one instant: the queue's clock, or the server's read once.
+// pgLockSQL locks the rows of jobs of a queue, in ID order, so that the
+// calls on them read the clock only once they hold them (rule 8).
+const pgLockSQL = `SELECT 1 FROM leaseq_jobs WHERE queue = $1 AND id = ANY($2) ORDER BY id FOR UPDATE`
+
+// lockJobs locks the rows of the jobs ids of q in tx.
+func lockJobs(ctx context.Context, tx execer, q *Queue, ids ...string) error {
+	_, err := tx.ExecContext(ctx, pgLockSQL, q.name, ids)
+	return err
+}
+
+// settle runs a single fenced call judged by the server's clock as one
+// statement, which reads the clock itself. Anything else runs in one
+// transaction at one instant, the queue's clock or the server's, read once
+// the transaction holds the calls' rows (rule 8): an injected clock is read
+// in this process, and read before the statement it would be stale by
+// however long the statement then took to reach the row — waiting for
+// another transaction's lock on it, or in a process stalled between the
+// reading and the sending — and a call could then be judged, at its earlier
+// instant, on a row that a call judged later had already changed.
+//
+// On the server's clock, a worker pool's finish joins its queue's pool step
+// (postgres_pool.go), and a batch of finishes is one statement
+// (finishMany).
 func (e *pgEngine) settle(ctx context.Context, q *Queue, fs []fenced, share sharing) ([]settled, error) {
 	if share == sharePool && q.serverClock && len(fs) == 1 && fs[0].kind == fenceFinish {
 		r, err := e.pool(q).finish(ctx, fs[0].c)
 		return []settled{r}, err
 	}
-	if len(fs) > 1 && !slices.ContainsFunc(fs, func(f fenced) bool { return f.kind != fenceFinish }) {
+	if len(fs) > 1 && q.serverClock && !slices.ContainsFunc(fs, func(f fenced) bool { return f.kind != fenceFinish }) {
 		return e.finishMany(ctx, q, fs)
 	}
 	out := make([]settled, len(fs))
-	if len(fs) == 1 {
+	if len(fs) == 1 && q.serverClock {
 		err := retrySerialization(ctx, func() error {
 			var err error
-			out[0], err = fencedTx(ctx, pgDB{e.dbh}, q, postgresFenced[fs[0].kind], fs[0], q.nowArg())
+			out[0], err = fencedTx(ctx, pgDB{e.dbh}, q, postgresFenced[fs[0].kind], fs[0], nil)
 			return err
 		})
 		return out, pgError(err)
 	}
+	ids := make([]string, len(fs))
+	for i, f := range fs {
+		ids[i] = f.c.ID
+	}
 	err := e.write(ctx, func(ctx context.Context, tx execer) error {
+		if err := lockJobs(ctx, tx, q, ids...); err != nil {
+			return err
+		}
 		now := q.nowArg()
 		if now == nil {
 			var ms int64
@@ -438,10 +473,14 @@ func (e *pgEngine) settle(ctx context.Context, q *Queue, fs []fenced, share shar
 }
 
 // operate runs an operator's update, and reads the row when it matched
-// none, in one transaction.
+// none, in one transaction, at the queue's clock read once the transaction
+// holds the row (rule 8; see settle).
 func (e *pgEngine) operate(ctx context.Context, q *Queue, o operation) (refusal, error) {
 	var r refusal
 	err := e.write(ctx, func(ctx context.Context, tx execer) error {
+		if err := lockJobs(ctx, tx, q, o.id); err != nil {
+			return err
+		}
 		r = refusal{now: q.now()}
 		var err error
 		r.applied, err = runOperation(ctx, tx, q, o, r.now)
@@ -453,12 +492,35 @@ func (e *pgEngine) operate(ctx context.Context, q *Queue, o operation) (refusal,
 	return r, err
 }
 
+// pgPurgeSQL is purgeSQL as one statement: it locks a chunk, remembers the
+// last token of each of its jobs that was ever claimed, and deletes it.
+// purgeSQL's two statements would each see the rows as they are when it
+// starts (READ COMMITTED), so a job that ended between them would be
+// deleted with its token forgotten, and its ID enqueued again would hand
+// out old tokens again (rule 21). The statements of one statement share
+// one snapshot; the lock keeps the chunk as it is until the deletion.
+const pgPurgeSQL = `
+WITH doomed AS (
+    SELECT seq, queue, id, token FROM leaseq_jobs
+    WHERE queue = $1 AND status = $2 AND status IN ('done', 'quarantined') AND updated_at < $3
+    ORDER BY updated_at LIMIT $4
+    FOR UPDATE),
+remembered AS (
+    INSERT INTO leaseq_purged (queue, id, token)
+    SELECT queue, id, token FROM doomed WHERE token > 0
+    ON CONFLICT (queue, id) DO UPDATE SET token = excluded.token)
+DELETE FROM leaseq_jobs WHERE seq IN (SELECT seq FROM doomed)`
+
 // purgeChunk deletes one chunk in a transaction of its own.
 func (e *pgEngine) purgeChunk(ctx context.Context, q *Queue, st Status, before int64) (int, error) {
 	var n int
 	err := e.write(ctx, func(ctx context.Context, tx execer) error {
-		var err error
-		n, err = purgeTx(ctx, tx, q, st, before)
+		res, err := tx.ExecContext(ctx, pgPurgeSQL, q.name, st, before, purgeChunk)
+		if err != nil {
+			return err
+		}
+		affected, err := res.RowsAffected()
+		n = int(affected)
 		return err
 	})
 	return n, err

@@ -83,8 +83,9 @@ func (s *store) purgeChunk(ctx context.Context, q *Queue, st Status, before int6
 	return n, err
 }
 
-// purgeTx runs purgeSQL and returns how many jobs it deleted. Its
-// statements are the same on both engines.
+// purgeTx runs purgeSQL and returns how many jobs it deleted: SQLite's
+// purge, whose write lock keeps the rows as they are between the two
+// statements (PostgreSQL's is pgPurgeSQL).
 func purgeTx(ctx context.Context, tx execer, q *Queue, st Status, before int64) (int, error) {
 	if _, err := tx.ExecContext(ctx, purgeSQL[0], q.name, st, before, purgeChunk); err != nil {
 		return 0, err
