@@ -91,15 +91,24 @@ func (q *Queue) operate(ctx context.Context, op string, o operation, refused fun
 func (s *store) operate(ctx context.Context, q *Queue, o operation) (refusal, error) {
 	var r refusal
 	err := s.writeTx(ctx, nil, func(ctx context.Context, tx execer) error {
-		r = refusal{now: q.now()}
 		var err error
-		r.applied, err = runOperation(ctx, tx, q, o, r.now)
-		if err != nil || r.applied {
-			return err
-		}
-		return readRefusal(ctx, tx, q, o.id, &r)
+		r, err = operateTx(ctx, tx, q, o)
+		return err
 	})
 	return r, err
+}
+
+// operateTx is the body of an operator's transaction on either engine: o's
+// update at the queue's clock, read now, and when it matched no row the
+// row as it is.
+func operateTx(ctx context.Context, tx execer, q *Queue, o operation) (refusal, error) {
+	r := refusal{now: q.now()}
+	var err error
+	r.applied, err = runOperation(ctx, tx, q, o, r.now)
+	if err != nil || r.applied {
+		return r, err
+	}
+	return r, readRefusal(ctx, tx, q, o.id, &r)
 }
 
 // runOperation runs o's update at now and reports whether it matched the

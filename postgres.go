@@ -481,13 +481,9 @@ func (e *pgEngine) operate(ctx context.Context, q *Queue, o operation) (refusal,
 		if err := lockJobs(ctx, tx, q, o.id); err != nil {
 			return err
 		}
-		r = refusal{now: q.now()}
 		var err error
-		r.applied, err = runOperation(ctx, tx, q, o, r.now)
-		if err != nil || r.applied {
-			return err
-		}
-		return readRefusal(ctx, tx, q, o.id, &r)
+		r, err = operateTx(ctx, tx, q, o)
+		return err
 	})
 	return r, err
 }
