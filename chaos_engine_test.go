@@ -26,7 +26,7 @@ type chaosEngine struct {
 	fresh func(t *testing.T, dir string) string
 	// open opens the database at where as a chaos process does.
 	open func(where string) (*sql.DB, error)
-	// audit installs chaos_audit and its trigger (see chaosAuditSQL).
+	// audit installs chaos_audit and its triggers (see chaosAuditSQL).
 	audit []string
 	// integrity is "" if the engine's own check finds the queue's tables
 	// and indexes intact, else what it found.

@@ -111,12 +111,15 @@ const (
 	// chaosHoldEvery the parent holds a read open on the file for one to
 	// three leases; see hold.
 	chaosHoldEvery = 250 * time.Millisecond
-	// chaosRestartEvery the parent crash-restarts a PostgreSQL server; see
-	// restart.
-	chaosRestartEvery = 400 * time.Millisecond
+	// chaosRestartEvery the parent crash-restarts a PostgreSQL server (see
+	// restart), the first time after a quarter of it, so that every run
+	// has some. A restart is dear on a small host — crash recovery, its
+	// checkpoint, every process connecting again — and what it takes from
+	// the processes' running time the pools' observers see only in part.
+	chaosRestartEvery = time.Second
 	// chaosRetryAfter is how long a process waits before it tries again a
 	// call that failed with an error.
-	chaosRetryAfter = 20 * time.Millisecond
+	chaosRetryAfter = 50 * time.Millisecond
 	// chaosFaultSlack bounds how long after a server restart a process's
 	// call may still fail on a connection the restart cut: database/sql
 	// hands out a pooled connection without asking the server whether it
@@ -1540,7 +1543,7 @@ func (c *chaos) chaosTick(rcv *receiver, began time.Time) {
 	if c.killAt.IsZero() {
 		c.killAt, c.pauseAt, c.termAt, c.holdAt = now.Add(chaosAfter(chaosKillEvery)),
 			now.Add(chaosAfter(chaosPauseEvery)), now.Add(chaosAfter(chaosTermEvery)), now.Add(chaosAfter(chaosHoldEvery))
-		c.restartAt = now.Add(chaosAfter(chaosRestartEvery))
+		c.restartAt = now.Add(chaosAfter(chaosRestartEvery / 4))
 	}
 	running := func(inc *incarnation) bool { return inc.resumeAt.IsZero() && inc.terminating.IsZero() }
 	if now.After(c.killAt) {
