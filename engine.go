@@ -51,14 +51,10 @@ type engine interface {
 	purgeChunk(ctx context.Context, q *Queue, st Status, before int64) (int, error)
 	// read runs a read on the pool; its statements use ?N placeholders.
 	read(ctx context.Context, fn func(db execer) error) error
-	// now is the database server's clock, for a Queue without a Clock of
-	// its own; only an engine with serverClock true is asked.
-	now(ctx context.Context) (int64, error)
-	// serverClock reports whether a Queue without a Clock reads the
-	// database server's clock (rule 40) rather than its host's; clock is
-	// then that clock, shared by the engine's Queues.
-	serverClock() bool
-	clock() Clock
+	// serverClock is the clock of a Queue without one of its own when the
+	// engine keeps time on the database server (rule 40), shared by the
+	// engine's Queues; nil means the host's clock.
+	serverClock() Clock
 	// usable is the error of a call on a database that was closed, or nil.
 	usable() error
 	db() *sql.DB
@@ -170,7 +166,7 @@ func openEngine(ctx context.Context, db *sql.DB) (engine, error) {
 // clock stands in (a call that then writes fails on the same unreachable
 // server).
 type serverClock struct {
-	e      engine
+	e      *pgEngine
 	mu     sync.Mutex
 	offset time.Duration // server minus host
 	read   time.Time     // when offset was measured; zero: never

@@ -83,12 +83,12 @@ func (e *pgEngine) release() {
 	}
 }
 
-func (e *pgEngine) db() *sql.DB       { return e.dbh }
-func (e *pgEngine) wakers() *wakers   { return &e.wake }
-func (e *pgEngine) usable() error     { return dbClosed(e.dbh) }
-func (e *pgEngine) serverClock() bool { return true }
-func (e *pgEngine) clock() Clock      { return e.serverNow }
+func (e *pgEngine) db() *sql.DB        { return e.dbh }
+func (e *pgEngine) wakers() *wakers    { return &e.wake }
+func (e *pgEngine) usable() error      { return dbClosed(e.dbh) }
+func (e *pgEngine) serverClock() Clock { return e.serverNow }
 
+// now reads the server's clock (serverClock).
 func (e *pgEngine) now(ctx context.Context) (int64, error) {
 	var ms int64
 	err := e.dbh.QueryRowContext(ctx, "SELECT leaseq_now()").Scan(&ms)

@@ -183,8 +183,8 @@ func New(ctx context.Context, db *sql.DB, opts Options) (*Queue, error) {
 	q.e = e
 	if q.clock == nil {
 		q.clock = systemClock{}
-		if e.serverClock() {
-			q.clock, q.serverClock = e.clock(), true
+		if c := e.serverClock(); c != nil {
+			q.clock, q.serverClock = c, true
 		}
 	}
 	if err := e.migrate(ctx); err != nil {

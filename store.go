@@ -105,14 +105,10 @@ func (s *store) release() {
 	s.readsMu.Unlock()
 }
 
-func (s *store) db() *sql.DB       { return s.dbh }
-func (s *store) wakers() *wakers   { return &s.wake }
-func (s *store) usable() error     { return dbClosed(s.dbh) }
-func (s *store) serverClock() bool { return false }
-func (s *store) clock() Clock      { return systemClock{} }
-
-// now is never asked of SQLite: its clock is the host's.
-func (s *store) now(context.Context) (int64, error) { return toMillis(time.Now()), nil }
+func (s *store) db() *sql.DB        { return s.dbh }
+func (s *store) wakers() *wakers    { return &s.wake }
+func (s *store) usable() error      { return dbClosed(s.dbh) }
+func (s *store) serverClock() Clock { return nil }
 
 // ErrClosed is wrapped by the error of every call on a Queue after
 // [Queue.Close]. Nothing was written.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -9,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/leaseq/leaseq"
@@ -56,7 +56,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer s.Close()
-	q, err := s.queue(ctx, cmpOr(f.queue, leaseq.DefaultName))
+	q, err := s.queue(ctx, cmp.Or(f.queue, leaseq.DefaultName))
 	if err != nil {
 		return err
 	}
@@ -94,20 +94,4 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	return nil
-}
-
-// cmpOr is s, or def when s is empty.
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
-// redacted is target with a URL's password hidden, for printing.
-func redacted(target string) string {
-	if u, err := url.Parse(target); err == nil && u.User != nil {
-		return u.Redacted()
-	}
-	return target
 }

@@ -83,12 +83,22 @@ func isPostgresURL(arg string) bool {
 	return strings.HasPrefix(arg, "postgres://") || strings.HasPrefix(arg, "postgresql://")
 }
 
+// redacted is target for printing: a URL without its password, or, for a
+// PostgreSQL URL that does not parse, no URL at all.
+func redacted(target string) string {
+	u, err := url.Parse(target)
+	switch {
+	case err != nil && isPostgresURL(target):
+		return "the PostgreSQL URL"
+	case err == nil && u.User != nil:
+		return u.Redacted()
+	}
+	return target
+}
+
 // openPostgres connects to the URL. Messages show it without its password.
 func openPostgres(ctx context.Context, rawURL string) (*sql.DB, error) {
-	shown := "the PostgreSQL URL"
-	if u, err := url.Parse(rawURL); err == nil {
-		shown = u.Redacted()
-	}
+	shown := redacted(rawURL)
 	db, err := sql.Open("pgx", rawURL)
 	if err == nil {
 		err = db.PingContext(ctx)
