@@ -445,3 +445,69 @@ func testEverythingIsEmbedded(t *testing.T, e engine) {
 		t.Errorf("inline script or style, which the policy would block")
 	}
 }
+
+// TestReasonsAndLeasesShownForWhatTheyAre: a reason is labelled by what it
+// is for the job's status — why a quarantined job is held, why a waiting
+// job was retried, an earlier retry's on a done job (and none in a done
+// list row, where it would read as a failure) — and a lease end is shown
+// only on a leased job: a quarantined or done one whose last lease would
+// still have run shows none.
+func TestReasonsAndLeasesShownForWhatTheyAre(t *testing.T) {
+	forEngines(t, testReasonsAndLeasesShownForWhatTheyAre)
+}
+
+func testReasonsAndLeasesShownForWhatTheyAre(t *testing.T, e engine) {
+	s := newSite(t, e, dashboard.Options{})
+	s.enqueue(s.q, leaseq.Job{ID: "done"}, leaseq.Job{ID: "retried"}, leaseq.Job{ID: "held"}, leaseq.Job{ID: "live"})
+	c := s.claim(s.q, time.Hour)
+	if ok, err := s.q.Release(s.ctx, c, 0, "receiver answered 503"); !ok || err != nil {
+		t.Fatalf("Release: %v %v", ok, err)
+	}
+	if c = s.claim(s.q, time.Hour); c.ID != "done" {
+		t.Fatalf("claimed %q, want done", c.ID)
+	}
+	if ok, err := s.q.Finish(s.ctx, c); !ok || err != nil {
+		t.Fatalf("Finish: %v %v", ok, err)
+	}
+	c = s.claim(s.q, time.Hour)
+	if ok, err := s.q.Release(s.ctx, c, time.Hour, "receiver answered 429"); !ok || err != nil {
+		t.Fatalf("Release: %v %v", ok, err)
+	}
+	s.quarantine(s.q, "held", "fraud check") // its lease would run for another minute
+	s.claim(s.q, time.Hour)                  // live
+	page := func(id string) string { return s.page("job?" + url.Values{"queue": {"default"}, "id": {id}}.Encode()) }
+	for _, c := range []struct {
+		id        string
+		want, not []string
+	}{
+		{"done", []string{`<h2 id="reason">Reason of an earlier retry (the job is done)</h2>`, `receiver answered 503`},
+			[]string{`Lease until`}},
+		{"retried", []string{`<h2 id="reason">Why it was retried</h2>`, `receiver answered 429`}, []string{`Lease until`}},
+		{"held", []string{`<h2 id="reason">Why it was quarantined</h2>`, `fraud check`}, []string{`Lease until`}},
+		{"live", []string{`<h2 id="reason">Reason</h2>`, `<dt>Lease until</dt><dd><time datetime="2026-01-01T13:00:00Z"`}, nil},
+	} {
+		body := page(c.id)
+		for _, w := range c.want {
+			if !strings.Contains(body, w) {
+				t.Errorf("page of %s lacks %s", c.id, w)
+			}
+		}
+		for _, n := range c.not {
+			if strings.Contains(body, n) {
+				t.Errorf("page of %s shows %s", c.id, n)
+			}
+		}
+	}
+	if body := s.page("jobs?queue=default&status=done"); strings.Contains(body, "503") {
+		t.Errorf("the done list shows the reason of an earlier retry:\n%s", body)
+	}
+	body := s.page("jobs?queue=default")
+	for _, w := range []string{`retried: receiver answered 429`, `<div title="fraud check">fraud check</div>`} {
+		if !strings.Contains(body, w) {
+			t.Errorf("the list lacks %s", w)
+		}
+	}
+	if strings.Contains(body, "503") {
+		t.Errorf("the list shows the done job's earlier retry reason")
+	}
+}

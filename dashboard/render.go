@@ -88,16 +88,18 @@ func (d *dashboard) write(w http.ResponseWriter, r *http.Request, code int, t *t
 func (p errorPage) title() string { return p.Status }
 
 var templateFuncs = template.FuncMap{
-	"ago":     ago,
-	"clock":   func(t time.Time) string { return t.UTC().Format("15:04") },
-	"instant": instant,
-	"iso":     func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
-	"num":     num,
-	"jobURL":  jobURL,
-	"listURL": listURL,
-	"waited":  func(now, t time.Time) string { return span(max(now.Sub(t), 0)) },
-	"phase":   phase,
-	"at":      func(now, t time.Time) moment { return moment{Now: now, T: t} },
+	"ago":        ago,
+	"clock":      func(t time.Time) string { return t.UTC().Format("15:04") },
+	"instant":    instant,
+	"iso":        func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
+	"num":        num,
+	"jobURL":     jobURL,
+	"listURL":    listURL,
+	"waited":     func(now, t time.Time) string { return span(max(now.Sub(t), 0)) },
+	"phase":      phase,
+	"reasonIs":   reasonIs,
+	"listReason": listReason,
+	"at":         func(now, t time.Time) moment { return moment{Now: now, T: t} },
 }
 
 // moment is an instant with the page's now, for the "when" template.
@@ -114,6 +116,40 @@ func phase(now time.Time, s leaseq.State) string {
 		return "expired"
 	}
 	return string(s.Status)
+}
+
+// reasonIs says what a job's reason is to an operator reading it next to
+// its status: why a quarantined job is where it is, why a waiting job was
+// retried, and on a done job the text of a retry that came before it
+// succeeded (State.Reason keeps the last Release's text). "" for a job
+// with no reason.
+func reasonIs(s leaseq.State) string {
+	switch {
+	case s.Reason == "":
+		return ""
+	case s.Status == leaseq.StatusQuarantined:
+		return "Why it was quarantined"
+	case s.Status == leaseq.StatusDone:
+		return "Reason of an earlier retry (the job is done)"
+	}
+	return "Why it was retried"
+}
+
+// listReason is the reason a list row shows: a quarantined job's as it is,
+// a waiting job's marked as its retry's, and none for a done job, whose
+// reason is only an earlier retry's and would read as a failure beside
+// its status.
+func listReason(s leaseq.State) string {
+	switch s.Status {
+	case leaseq.StatusQuarantined:
+		return s.Reason
+	case leaseq.StatusDone:
+		return ""
+	}
+	if s.Reason == "" {
+		return ""
+	}
+	return "retried: " + s.Reason
 }
 
 // jobURL is the relative link to one job's page.

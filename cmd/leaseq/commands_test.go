@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -444,6 +446,54 @@ func TestCLIPurgeSaysHowMany(t *testing.T) {
 		st, err := q.Stats(ctx)
 		if err != nil || st.Done != 3 {
 			t.Errorf("after the purge Stats = %+v, %v; want the 3 recent done jobs", st, err)
+		}
+	})
+}
+
+// TestReasonsShownForWhatTheyAre: list shows no reason beside a done job
+// (its reason is an earlier retry's and would read as a failure) and marks
+// a waiting job's as its retry's; show labels each by what it is.
+func TestReasonsShownForWhatTheyAre(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, dbArg string, db *sql.DB) {
+		q, err := leaseq.New(t.Context(), db, leaseq.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Close()
+		// Each job alone in the queue while it is claimed, so that each
+		// claim takes the job meant.
+		for _, id := range []string{"done", "retried"} {
+			if err := q.Enqueue(t.Context(), leaseq.Job{ID: id}); err != nil {
+				t.Fatal(err)
+			}
+			c, ok, err := q.Claim(t.Context(), "w", time.Hour)
+			if !ok || err != nil {
+				t.Fatalf("Claim: %v %v", ok, err)
+			}
+			if ok, err := q.Release(t.Context(), c, 0, "receiver answered 503 for "+c.ID); !ok || err != nil {
+				t.Fatalf("Release: %v %v", ok, err)
+			}
+			if id == "done" {
+				if c, ok, err = q.Claim(t.Context(), "w", time.Hour); !ok || err != nil {
+					t.Fatalf("Claim: %v %v", ok, err)
+				}
+				if ok, err := q.Finish(t.Context(), c); !ok || err != nil {
+					t.Fatalf("Finish: %v %v", ok, err)
+				}
+			}
+		}
+		var out bytes.Buffer
+		if code := run(t.Context(), []string{"list", "-db", dbArg}, &out, io.Discard); code != 0 {
+			t.Fatalf("list: exit %d\n%s", code, out.String())
+		}
+		if strings.Contains(out.String(), "503 for done") || !strings.Contains(out.String(), "retried: receiver answered 503 for retried") {
+			t.Errorf("list shows a done job's earlier reason, or not a waiting job's as a retry's:\n%s", out.String())
+		}
+		for id, label := range map[string]string{"done": "reason of an earlier retry (the job is done):\n", "retried": "why retried:\n"} {
+			out.Reset()
+			if code := run(t.Context(), []string{"show", "-db", dbArg, id}, &out, io.Discard); code != 0 || !strings.Contains(out.String(), label) {
+				t.Errorf("show %s: exit %d, want %q in:\n%s", id, code, label, out.String())
+			}
 		}
 	})
 }

@@ -151,7 +151,7 @@ func printList(w io.Writer, out listJSON, now time.Time) error {
 	tw.row("QUEUE", "ID", "STATUS", "ATTEMPTS", "OWNER", "UPDATED", "REASON")
 	for _, j := range out.Jobs {
 		tw.row(cell(j.Queue), cell(j.ID), statusText(j, now), fmt.Sprintf("%d/%d", j.Attempts, j.MaxAttempts),
-			cell(j.Owner), when(j.UpdatedAt, now, tableTime), cell(cut(firstLine(j.Reason), reasonWidth)))
+			cell(j.Owner), when(j.UpdatedAt, now, tableTime), cell(cut(firstLine(listReason(j)), reasonWidth)))
 	}
 	if err := tw.flush(); err != nil {
 		return err
@@ -163,6 +163,31 @@ func printList(w io.Writer, out listJSON, now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// listReason is the reason a list row shows: a quarantined job's as it is,
+// a waiting job's marked as its retry's, and none for a done job, whose
+// reason is only that of a retry before it succeeded and would read as a
+// failure beside "done" (show and -json still give it).
+func listReason(j jobJSON) string {
+	switch {
+	case j.Reason == "" || j.Status == string(leaseq.StatusDone):
+		return ""
+	case j.Status == string(leaseq.StatusQuarantined):
+		return j.Reason
+	}
+	return "retried: " + j.Reason
+}
+
+// reasonLabel is what show calls a job's reason, by its status.
+func reasonLabel(j jobJSON) string {
+	switch j.Status {
+	case string(leaseq.StatusQuarantined):
+		return "why quarantined"
+	case string(leaseq.StatusDone):
+		return "reason of an earlier retry (the job is done)"
+	}
+	return "why retried"
 }
 
 // statusText is a job's status as list and show print it: a pending job

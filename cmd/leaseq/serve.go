@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -32,9 +31,25 @@ flags:
   -writes               show the Requeue and Cancel buttons, and accept them
   -db PATH|URL          the database: a SQLite file, which must exist, or a
                         postgres:// or postgresql:// URL; default $LEASEQ_DB
-  -queue NAME           the queue listed even while it has no jobs (default
-                        "default")
+  -queue NAME           the queue listed even while it has no jobs (default:
+                        none; "default" only when the database holds no
+                        queue at all)
 `
+
+// serveHome is the queue the dashboard is given, which it lists even while
+// it is empty: the one -queue names, else the first the database holds, so
+// that no queue is shown that is not there; "default" only on a database
+// that holds none, where the page needs one.
+func serveHome(ctx context.Context, s *session) (*leaseq.Queue, error) {
+	names, err := s.names(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		names = []string{leaseq.DefaultName}
+	}
+	return s.queue(ctx, names[0])
+}
 
 // runServe serves the dashboard until ctx ends, then shuts the server down
 // and returns nil.
@@ -56,7 +71,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer s.Close()
-	q, err := s.queue(ctx, cmp.Or(f.queue, leaseq.DefaultName))
+	q, err := serveHome(ctx, s)
 	if err != nil {
 		return err
 	}

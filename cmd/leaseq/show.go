@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/leaseq/leaseq"
 )
 
 const showUsage = `usage: leaseq show [-db PATH|URL] [-queue NAME] [-json] ID
@@ -81,7 +83,7 @@ func printJob(w io.Writer, j showJSON, now time.Time) error {
 		{"enqueued", at(&j.EnqueuedAt)},
 		{"updated", at(&j.UpdatedAt)},
 		{"run at", at(j.RunAt)},
-		{"lease until", at(j.LeaseUntil)},
+		{"lease until", at(liveLease(j.jobJSON))},
 		{"deadline", at(j.Deadline)},
 	} {
 		tw.row(row[0], row[1])
@@ -97,7 +99,7 @@ func printJob(w io.Writer, j showJSON, now time.Time) error {
 	}
 	var b strings.Builder
 	if j.Reason != "" {
-		b.WriteString("reason:\n" + block(j.Reason))
+		b.WriteString(reasonLabel(j.jobJSON) + ":\n" + block(j.Reason))
 	}
 	if len(j.Payload) > 0 {
 		b.WriteString(payloadText(j.Payload))
@@ -123,6 +125,16 @@ func payloadText(p []byte) string {
 	}
 	dump := strings.TrimSuffix(hex.Dump(shown), "\n")
 	return head + ", binary, in hex):\n" + block(dump)
+}
+
+// liveLease is the lease end show prints: only a leased job's, since on any
+// other status the row keeps its last lease's end, which may still lie
+// ahead and would read as a lease someone holds (-json gives it).
+func liveLease(j jobJSON) *time.Time {
+	if j.Status != string(leaseq.StatusLeased) {
+		return nil
+	}
+	return j.LeaseUntil
 }
 
 // orNone is s, or "-" when it is empty.
