@@ -195,3 +195,57 @@ func TestFormOnAnotherSiteRefused(t *testing.T) {
 		t.Errorf("the browser shows %q, want the refusal (%q)", body, want)
 	}
 }
+
+// TestReasonsAndLeasesReadForWhatTheyAre follows an operator to a done job
+// that was retried once and to a job cancelled while its lease ran: the
+// done job's reason reads as an earlier retry's and is not in the done
+// list, the cancelled job's as why it is quarantined, and neither page
+// shows a lease end.
+func TestReasonsAndLeasesReadForWhatTheyAre(t *testing.T) {
+	s := newSite(t, dashboard.Options{Refresh: -1})
+	// Priority 100: these are the next jobs claimed, ahead of the seed's.
+	if err := s.q.EnqueueBatch(s.ctx, []leaseq.Job{{ID: "order-retried", Priority: 100}, {ID: "order-held", Priority: 100}}); err != nil {
+		t.Fatal(err)
+	}
+	c := s.claimed("order-retried")
+	if ok, err := s.q.Release(s.ctx, c, 0, "receiver answered 503: try again later"); !ok || err != nil {
+		t.Fatalf("Release: %v %v", ok, err)
+	}
+	if ok, err := s.q.Finish(s.ctx, s.claimed("order-retried")); !ok || err != nil {
+		t.Fatalf("Finish: %v %v", ok, err)
+	}
+	s.claimed("order-held")
+	if err := s.q.Cancel(s.ctx, "order-held", "fraud check: hold"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ id, heading, shot string }{
+		{"order-retried", "Reason of an earlier retry (the job is done)", "done-job"},
+		{"order-held", "Why it was quarantined", "quarantined-job"},
+	} {
+		s.do("open the page of "+c.id, chromedp.Navigate(s.base+"job?queue=default&id="+c.id),
+			chromedp.WaitVisible(chromedp.CSS(`h2#reason`)))
+		if got := eval[string](s, `document.querySelector("h2#reason").textContent`); got != c.heading {
+			t.Errorf("%s: the reason's heading reads %q, want %q", c.id, got, c.heading)
+		}
+		if eval[bool](s, `[...document.querySelectorAll("dl.fields dt")].some(dt => dt.textContent.includes("ease"))`) {
+			t.Errorf("%s: the page shows a lease end", c.id)
+		}
+		s.screenshot(c.shot)
+	}
+	s.do("open the done list", chromedp.Navigate(s.base+"jobs?queue=default&status=done"),
+		chromedp.WaitVisible(chromedp.CSS(`table.jobs`)))
+	if eval[bool](s, `document.body.textContent.includes("503")`) {
+		t.Errorf("the done list shows the reason of an earlier retry")
+	}
+}
+
+// claimed claims the next job of s.q, which must be id, on a minute's
+// lease.
+func (s *site) claimed(id string) leaseq.Claim {
+	s.t.Helper()
+	c, ok, err := s.q.Claim(s.ctx, "worker-1", time.Minute)
+	if err != nil || !ok || c.ID != id {
+		s.t.Fatalf("Claim: %q %v %v, want %q", c.ID, ok, err, id)
+	}
+	return c
+}
