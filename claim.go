@@ -47,6 +47,9 @@ func (q *Queue) ClaimBatch(ctx context.Context, owner string, lease time.Duratio
 	if max < 1 {
 		return nil, opError("claim batch", as(owner), invalid("max %d is not positive", max))
 	}
+	if err := problem(countProblem("max", max)); err != nil {
+		return nil, opError("claim batch", as(owner), err)
+	}
 	cs, err := q.claimN(ctx, "claim batch", owner, lease, max, shareNone)
 	if err == nil && cs == nil {
 		cs = []Claim{} // idle: decided without a transaction
@@ -57,7 +60,7 @@ func (q *Queue) ClaimBatch(ctx context.Context, owner string, lease time.Duratio
 // claimN claims up to max jobs in one transaction, which share says it
 // may share with other calls. Nothing claimable is nil, nil.
 func (q *Queue) claimN(ctx context.Context, op, owner string, lease time.Duration, max int, share sharing) ([]Claim, error) {
-	if err := q.usable(); err != nil {
+	if err := q.callable(ctx); err != nil {
 		return nil, opError(op, as(owner), err)
 	}
 	why := nameProblem("owner", owner)
@@ -68,6 +71,9 @@ func (q *Queue) claimN(ctx context.Context, op, owner string, lease time.Duratio
 		return nil, opError(op, as(owner), err)
 	}
 	cs, err := q.e.claim(ctx, q, owner, lease, max, share)
+	for i := range cs {
+		cs[i].Queue = q.name // set here, so every engine's claim path carries it
+	}
 	if err != nil {
 		return nil, opError(op, as(owner), err)
 	}

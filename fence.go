@@ -67,7 +67,7 @@ func (s *store) settle(ctx context.Context, q *Queue, fs []fenced, share sharing
 // own arguments; a claim that Claim could not have returned is refused
 // too. Both are ErrInvalid and write nothing.
 func (q *Queue) settle(ctx context.Context, op string, f fenced, why string, share sharing) (leaseUntil int64, ok bool, err error) {
-	if err := q.usable(); err != nil {
+	if err := q.callable(ctx); err != nil {
 		return 0, false, opError(op, job(f.c.ID), err)
 	}
 	if p := claimProblem(f.c); p != "" {
@@ -76,7 +76,7 @@ func (q *Queue) settle(ctx context.Context, op string, f fenced, why string, sha
 	if err := problem(why); err != nil {
 		return 0, false, opError(op, job(f.c.ID), err)
 	}
-	if !storedNames(f.c) {
+	if !q.fences(f.c) {
 		return 0, false, nil
 	}
 	r, err := q.e.settle(ctx, q, []fenced{f}, share)
@@ -91,7 +91,7 @@ func (q *Queue) settle(ctx context.Context, op string, f fenced, why string, sha
 // whether it matched. A claim Claim could not have returned is ErrInvalid
 // naming its index, and then nothing is written.
 func (q *Queue) settleBatch(ctx context.Context, op string, fs []fenced) ([]bool, error) {
-	if err := q.usable(); err != nil {
+	if err := q.callable(ctx); err != nil {
 		return nil, opError(op, "", err)
 	}
 	for i, f := range fs {
@@ -102,7 +102,7 @@ func (q *Queue) settleBatch(ctx context.Context, op string, fs []fenced) ([]bool
 	oks := make([]bool, len(fs))
 	var asked []int // the index in fs of each claim the engine is asked about
 	for i, f := range fs {
-		if storedNames(f.c) {
+		if q.fences(f.c) {
 			asked = append(asked, i)
 		}
 	}
@@ -121,6 +121,14 @@ func (q *Queue) settleBatch(ctx context.Context, op string, fs []fenced) ([]bool
 		oks[asked[k]] = r.ok
 	}
 	return oks, nil
+}
+
+// fences reports whether c can match a row of q at all, so that the engine
+// is asked: a claim of another queue is refused without a look, since the
+// same ID, owner and token may be live there. "" is q itself (see
+// Claim.Queue).
+func (q *Queue) fences(c Claim) bool {
+	return (c.Queue == "" || c.Queue == q.name) && storedNames(c)
 }
 
 // storedNames reports whether c's ID and owner could be stored at all. A

@@ -42,7 +42,7 @@ ON CONFLICT (queue, id) DO UPDATE SET token = excluded.token`,
 // finish, extend, release or fail the new job. The queue keeps one small
 // row per purged ID for this.
 func (q *Queue) Purge(ctx context.Context, before time.Time, statuses ...Status) (int, error) {
-	if err := q.usable(); err != nil {
+	if err := q.callable(ctx); err != nil {
 		return 0, opError("purge", "", err)
 	}
 	if len(statuses) == 0 {
@@ -53,6 +53,9 @@ func (q *Queue) Purge(ctx context.Context, before time.Time, statuses ...Status)
 			return 0, opError("purge", "", invalid("status %q cannot be purged; only %q and %q jobs can",
 				st, StatusDone, StatusQuarantined))
 		}
+	}
+	if err := problem(timeProblem("before", before, "")); err != nil {
+		return 0, opError("purge", "", err)
 	}
 	statuses = slices.Compact(slices.Sorted(slices.Values(statuses)))
 	b := toMillis(before)

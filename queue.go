@@ -162,6 +162,9 @@ func New(ctx context.Context, db *sql.DB, opts Options) (*Queue, error) {
 	if db == nil {
 		return nil, opError("new", "", invalid("db is nil"))
 	}
+	if err := ctxProblem(ctx); err != nil {
+		return nil, opError("new", "", err)
+	}
 	if opts.Name == "" {
 		opts.Name = DefaultName
 	}
@@ -202,6 +205,8 @@ func optionsProblem(opts Options) string {
 	switch {
 	case opts.MaxAttempts < 0:
 		return fmt.Sprintf("MaxAttempts %d is negative", opts.MaxAttempts)
+	case opts.MaxAttempts > MaxCount:
+		return countProblem("MaxAttempts", opts.MaxAttempts)
 	case opts.MaxPayload < 0:
 		return fmt.Sprintf("MaxPayload %d is negative", opts.MaxPayload)
 	case opts.MaxPayload > MaxPayloadLimit:
@@ -248,6 +253,17 @@ func (q *Queue) nowArg() any {
 	return q.now()
 }
 
+// callable is the error of a call with ctx on q before it touches the
+// database: ErrInvalid for a nil ctx (database/sql would panic with its
+// pool's lock held, and every later call on the *sql.DB would hang), or
+// ErrClosed on a closed Queue.
+func (q *Queue) callable(ctx context.Context) error {
+	if err := ctxProblem(ctx); err != nil {
+		return err
+	}
+	return q.usable()
+}
+
 // usable is the error of a call on a closed Queue, or nil.
 func (q *Queue) usable() error {
 	if q.closed.Load() {
@@ -283,7 +299,7 @@ func scanState(row interface{ Scan(...any) error }) (State, error) {
 // Get returns the current row of job id in this queue, or an error wrapping
 // [ErrNotFound]. It is a read.
 func (q *Queue) Get(ctx context.Context, id string) (State, error) {
-	if err := q.usable(); err != nil {
+	if err := q.callable(ctx); err != nil {
 		return State{}, opError("get", job(id), err)
 	}
 	if nameProblem("ID", id) != "" {

@@ -51,13 +51,20 @@ const (
 
 // Claim is a worker's proof of one lease generation of a job, as
 // [Queue.Claim] returns it. Pass it back unchanged to [Queue.Finish],
-// [Queue.Extend], [Queue.Release] or [Queue.Fail]: each compares its ID,
-// Owner and Token with the current row.
+// [Queue.Extend], [Queue.Release] or [Queue.Fail] of the same queue: each
+// compares its Queue, ID, Owner and Token with the current row.
 type Claim struct {
 	// ID, Qty and Payload are the job's, as enqueued.
 	ID      string
 	Qty     int
 	Payload []byte
+	// Queue is the name of the queue the job was claimed from. A fenced
+	// call on a Queue of another name refuses the claim (false, nil): the
+	// same ID, owner and token can exist in two queues. "" is taken as the
+	// queue the call is made on, so that a Claim built by hand, or kept
+	// from a version of leaseq before this field, is still fenced by its
+	// ID, owner and token alone.
+	Queue string
 	// Owner is the worker name given to Claim. It is for people reading
 	// logs: a restarted worker has the same name, so it never suffices to
 	// finish a job on its own.
