@@ -60,7 +60,8 @@ const timeFormat = time.RFC3339Nano
 // is compared is what is stored. Every instant a caller gives is checked
 // against minTime..maxTime first (timeProblem); an instant past the int64
 // range (only a clock gone wild can give one now) saturates instead of
-// wrapping to the other end of time.
+// wrapping to the other end of time (so does the range's last second,
+// some 292 million years from now).
 func toMillis(t time.Time) int64 {
 	const limit = math.MaxInt64 / 1000 // whole seconds whose milliseconds fit
 	switch s := t.Unix(); {
