@@ -70,7 +70,8 @@ SELECT 'depth', 0, count(*) FROM leaseq_jobs WHERE queue = ?1 AND status IN ('pe
 // no write lock. Its cost grows with the jobs finished since since and the
 // jobs pending or leased now (a pass over their index entries, like Stats);
 // never with the done jobs of before since. A since after now, or more than
-// [MaxActivitySpan] before it, is [ErrInvalid].
+// [MaxActivitySpan] before it (so also one outside years 1 to 9999), is
+// [ErrInvalid].
 //
 // An event stamped after now by the clock of another process falls in the
 // last minute. A job enqueued in the window by a process whose clock runs

@@ -42,7 +42,8 @@ func (q *Queue) Claim(ctx context.Context, owner string, lease time.Duration) (C
 // Claim would claim it: its own new token and attempt, its lease capped at
 // its deadline, and the same quarantine sweep first. With nothing claimable
 // the result is an empty slice and a nil error, decided without the write
-// lock. max must be at least 1; owner and lease are checked as in Claim.
+// lock. max must be from 1 to [MaxCount]; owner and lease are checked as in
+// Claim.
 func (q *Queue) ClaimBatch(ctx context.Context, owner string, lease time.Duration, max int) ([]Claim, error) {
 	if max < 1 {
 		return nil, opError("claim batch", as(owner), invalid("max %d is not positive", max))

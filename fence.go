@@ -6,10 +6,11 @@ import (
 	"errors"
 )
 
-// The fence (rules 3 and 17–19 in README's "The rules"): a call that
+// The fence (rules 3, 14 and 17–19 in README's "The rules"): a call that
 // changes a claimed job — Finish, Extend, Release, Fail — changes the row
-// only if the job is leased by this very claim, with the same ID, owner and
-// token, and both the lease and the deadline are still running at now. At
+// only if the job is leased by this very claim, in the same queue, with the
+// same ID, owner and token, and both the lease and the deadline are still
+// running at now. At
 // now == lease_until the lease is over. Each such call is one UPDATE with
 // this WHERE clause (a lookup in the unique index on (queue, id)), so the
 // check and the change cannot be separated; a refused call matches no row

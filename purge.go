@@ -34,7 +34,8 @@ ON CONFLICT (queue, id) DO UPDATE SET token = excluded.token`,
 // transactions of at most a few hundred jobs, so other writers, and other
 // processes, get their turn between them; if it fails part way, the count
 // says what was deleted. Pending and leased jobs are never purged; asking
-// for another status is [ErrInvalid] and deletes nothing.
+// for another status, or a before outside years 1 to 9999, is [ErrInvalid]
+// and deletes nothing.
 //
 // A purged ID may be enqueued again. The new job's tokens continue where
 // the purged job's ended (its first claim gets the old last token + 1) and

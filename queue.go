@@ -76,7 +76,7 @@ type Options struct {
 	// *ManualClock, which wins on both.
 	Clock Clock
 	// MaxAttempts is the claim limit for jobs that set none; 0 means
-	// MaxAttemptsDefault.
+	// MaxAttemptsDefault. At most MaxCount.
 	MaxAttempts int
 	// MaxPayload is the payload limit in bytes; 0 means MaxPayloadDefault,
 	// and more than MaxPayloadLimit is refused.
@@ -142,8 +142,13 @@ type Queue struct {
 // for a rollback journal on disk; the mode is checked again whenever the
 // queue takes a write connection, so a later switch is refused too), one
 // whose schema is newer than [SchemaVersion], and options out of range: a
-// Name that is not a valid name, a negative MaxAttempts, a MaxPayload that
-// is negative or over [MaxPayloadLimit].
+// Name that is not a valid name, a MaxAttempts negative or over
+// [MaxCount], a MaxPayload that is negative or over [MaxPayloadLimit]. A
+// nil ctx is ErrInvalid, here as in every call that takes one.
+//
+// On PostgreSQL a current schema is only read, so a role with DML rights
+// alone (or, for the reads, read-only ones) can open a queue; creating or
+// upgrading the schema needs CREATE.
 //
 // db may come from [Open] or be the caller's own, opened with any DSN: the
 // queue runs its own BEGIN IMMEDIATE transactions and retries lock waits
