@@ -8,6 +8,7 @@ package leaseq_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -398,5 +399,22 @@ func testIntervalFloors(t *testing.T, eng testEngine) {
 	}
 	if s := mustGet(t, q, "a"); s.Status != leaseq.StatusDone {
 		t.Fatalf("row %s; want done", fmtState(s))
+	}
+}
+
+// TestWorkNegativeBackoff: a Backoff that answers a negative delay releases
+// the job at once, as RetryAfter does, instead of a Release that is
+// ErrInvalid and retried until the lease ends, the job stuck meanwhile.
+func TestWorkNegativeBackoff(t *testing.T) { forEnginesInTurn(t, testWorkNegativeBackoff) }
+
+func testWorkNegativeBackoff(t *testing.T, eng testEngine) {
+	run := runJob(t, eng, leaseq.Job{ID: "a", MaxAttempts: 1}, 1, -time.Hour, func(context.Context, leaseq.Claim) error {
+		return errors.New("upstream timeout")
+	})
+	if s := run.row; s.Status != leaseq.StatusQuarantined || !strings.Contains(s.Reason, "max attempts reached, released: upstream timeout") {
+		t.Fatalf("row %s; want released into quarantine, its one attempt used", fmtState(s))
+	}
+	if errs := run.log.all(atLevel(slog.LevelError)); len(errs) > 0 {
+		t.Fatalf("errors logged: %v", errs)
 	}
 }

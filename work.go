@@ -42,7 +42,8 @@ type WorkerOptions struct {
 	// commit before the lease it extends ends.
 	Heartbeat time.Duration
 	// Backoff is the delay before the next attempt of a job whose handler
-	// failed on its attempt-th claim; nil means DefaultBackoff.
+	// failed on its attempt-th claim; nil means DefaultBackoff. A negative
+	// delay counts as 0.
 	Backoff func(attempt int) time.Duration
 	// PollInterval bounds how long an idle worker waits before it looks
 	// for jobs that another process enqueued; 0 means 1s. Jobs enqueued or
@@ -507,7 +508,7 @@ func (p *pool) outcome(c Claim, err, cause error) (string, func(context.Context)
 	case errors.As(err, &retry):
 		return "released", func(ctx context.Context) (bool, error) { return p.q.Release(ctx, c, retry.d, err.Error()) }
 	default:
-		delay := p.opts.Backoff(c.Attempt)
+		delay := max(p.opts.Backoff(c.Attempt), 0) // as RetryAfter: Release refuses a negative delay
 		return "released", func(ctx context.Context) (bool, error) { return p.q.Release(ctx, c, delay, err.Error()) }
 	}
 }
