@@ -60,3 +60,32 @@ func TestToMillisSaturates(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerOptionsFloors: the shortest options Work accepts are 1ms each,
+// and a 2ms lease with its default heartbeat of 1ms; a lease of 1ms has no
+// heartbeat that fits.
+func TestWorkerOptionsFloors(t *testing.T) {
+	ms := time.Millisecond
+	for _, opts := range []WorkerOptions{
+		{Owner: "w", Lease: 2 * ms},
+		{Owner: "w", Lease: 2 * ms, Heartbeat: ms},
+		{Owner: "w", Heartbeat: ms, PollInterval: ms, DrainTimeout: ms},
+		{Owner: "w", Concurrency: MaxCount},
+	} {
+		if why := workerOptionsProblem(opts); why != "" {
+			t.Errorf("%+v: %s, want accepted", opts, why)
+		}
+		if d := opts.withDefaults(); d.Heartbeat < ms || d.Heartbeat >= d.Lease {
+			t.Errorf("%+v: default heartbeat %v, want from 1ms to under the lease %v", opts, d.Heartbeat, d.Lease)
+		}
+	}
+	for _, opts := range []WorkerOptions{
+		{Owner: "w", Lease: ms},
+		{Owner: "w", Lease: 2 * ms, Heartbeat: 2 * ms},
+		{Owner: "w", Lease: 2*ms - 1},
+	} {
+		if why := workerOptionsProblem(opts); why == "" {
+			t.Errorf("%+v: accepted, want refused", opts)
+		}
+	}
+}

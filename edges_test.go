@@ -384,7 +384,7 @@ func testIntervalFloors(t *testing.T, eng testEngine) {
 	go func() {
 		errc <- q.Work(context.Background(), leaseq.WorkerOptions{Owner: "w", Lease: time.Millisecond}, h)
 	}()
-	wantRefused(t, "Work with Lease 1ms", waitWithin(t, errc, 5*time.Second, "Work to refuse Lease 1ms"), "Heartbeat")
+	wantRefused(t, "Work with Lease 1ms", waitWithin(t, errc, 5*time.Second, "Work to refuse Lease 1ms"), "use at least 2ms")
 
 	mustEnqueue(t, q, leaseq.Job{ID: "a"})
 	done := make(chan string, 1)

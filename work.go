@@ -92,10 +92,14 @@ func workerOptionsProblem(opts WorkerOptions) string {
 		}
 	}
 	lease := cmp.Or(opts.Lease, WorkLeaseDefault)
-	if hb := heartbeat(opts.Heartbeat, lease); hb >= lease {
+	switch hb := heartbeat(opts.Heartbeat, lease); {
+	case hb < lease:
+		return ""
+	case opts.Heartbeat == 0:
+		return fmt.Sprintf("Lease %v leaves no room for a heartbeat of at least 1ms before it ends; use at least 2ms", lease)
+	default:
 		return fmt.Sprintf("Heartbeat %v is not shorter than the lease %v", hb, lease)
 	}
-	return ""
 }
 
 // heartbeat is the interval of a pool's extensions: hb, or by default a
