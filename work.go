@@ -91,7 +91,7 @@ func workerOptionsProblem(opts WorkerOptions) string {
 			return why
 		}
 	}
-	lease := cmp.Or(opts.Lease, WorkLeaseDefault)
+	lease := cmp.Or(opts.Lease, WorkLeaseDefault).Truncate(time.Millisecond) // as the claims count it
 	switch hb := heartbeat(opts.Heartbeat, lease); {
 	case hb < lease:
 		return ""
