@@ -70,18 +70,23 @@ SELECT 'depth', 0, count(*) FROM leaseq_jobs WHERE queue = ?1 AND status IN ('pe
 // no write lock. Its cost grows with the jobs finished since since and the
 // jobs pending or leased now (a pass over their index entries, like Stats);
 // never with the done jobs of before since. A since after now, or more than
-// [MaxActivitySpan] before it, is [ErrInvalid].
+// [MaxActivitySpan] before it (so also one outside years 1 to 9999), is
+// [ErrInvalid].
 //
 // An event stamped after now by the clock of another process falls in the
 // last minute. A job enqueued in the window by a process whose clock runs
 // ahead of the one that finished it, so that it seems to finish before it
 // was enqueued, is missed from Enqueued.
 func (q *Queue) Activity(ctx context.Context, since time.Time) ([]Minute, error) {
-	if err := q.usable(); err != nil {
+	if err := q.callable(ctx); err != nil {
 		return nil, opError("activity", "", err)
 	}
 	now := q.now()
-	if err := problem(activityProblem(toMillis(since), now)); err != nil {
+	why := timeProblem("since", since, "")
+	if why == "" {
+		why = activityProblem(toMillis(since), now)
+	}
+	if err := problem(why); err != nil {
 		return nil, opError("activity", "", err)
 	}
 	first, last := toMillis(since)/60000, now/60000
@@ -149,7 +154,7 @@ func activityProblem(since, now int64) string {
 	switch {
 	case since > now:
 		return fmt.Sprintf("since %s is after now %s", fmtMillis(since), fmtMillis(now))
-	case now-since > MaxActivitySpan.Milliseconds():
+	case since < now-MaxActivitySpan.Milliseconds(): // not now-since, which could overflow
 		return fmt.Sprintf("since %s is more than %s before now %s", fmtMillis(since), MaxActivitySpan, fmtMillis(now))
 	}
 	return ""

@@ -42,10 +42,14 @@ func (q *Queue) Claim(ctx context.Context, owner string, lease time.Duration) (C
 // Claim would claim it: its own new token and attempt, its lease capped at
 // its deadline, and the same quarantine sweep first. With nothing claimable
 // the result is an empty slice and a nil error, decided without the write
-// lock. max must be at least 1; owner and lease are checked as in Claim.
+// lock. max must be from 1 to [MaxCount]; owner and lease are checked as in
+// Claim.
 func (q *Queue) ClaimBatch(ctx context.Context, owner string, lease time.Duration, max int) ([]Claim, error) {
 	if max < 1 {
 		return nil, opError("claim batch", as(owner), invalid("max %d is not positive", max))
+	}
+	if err := problem(countProblem("max", max)); err != nil {
+		return nil, opError("claim batch", as(owner), err)
 	}
 	cs, err := q.claimN(ctx, "claim batch", owner, lease, max, shareNone)
 	if err == nil && cs == nil {
@@ -57,7 +61,7 @@ func (q *Queue) ClaimBatch(ctx context.Context, owner string, lease time.Duratio
 // claimN claims up to max jobs in one transaction, which share says it
 // may share with other calls. Nothing claimable is nil, nil.
 func (q *Queue) claimN(ctx context.Context, op, owner string, lease time.Duration, max int, share sharing) ([]Claim, error) {
-	if err := q.usable(); err != nil {
+	if err := q.callable(ctx); err != nil {
 		return nil, opError(op, as(owner), err)
 	}
 	why := nameProblem("owner", owner)
@@ -68,6 +72,9 @@ func (q *Queue) claimN(ctx context.Context, op, owner string, lease time.Duratio
 		return nil, opError(op, as(owner), err)
 	}
 	cs, err := q.e.claim(ctx, q, owner, lease, max, share)
+	for i := range cs {
+		cs[i].Queue = q.name // set here, so every engine's claim path carries it
+	}
 	if err != nil {
 		return nil, opError(op, as(owner), err)
 	}

@@ -1,6 +1,7 @@
 package leaseq
 
 import (
+	"math"
 	"sync"
 	"time"
 )
@@ -56,8 +57,21 @@ const timeFormat = time.RFC3339Nano
 
 // toMillis is the one place an instant becomes a stored value (rule 8 in
 // README's "The rules"): integer Unix milliseconds, truncated, so that what
-// is compared is what is stored.
-func toMillis(t time.Time) int64 { return t.UnixMilli() }
+// is compared is what is stored. Every instant a caller gives is checked
+// against minTime..maxTime first (timeProblem); an instant past the int64
+// range (only a clock gone wild can give one now) saturates instead of
+// wrapping to the other end of time (so does the range's last second,
+// some 292 million years from now).
+func toMillis(t time.Time) int64 {
+	const limit = math.MaxInt64 / 1000 // whole seconds whose milliseconds fit
+	switch s := t.Unix(); {
+	case s >= limit:
+		return math.MaxInt64
+	case s < -limit:
+		return math.MinInt64
+	}
+	return t.UnixMilli()
+}
 
 // fromMillis turns a stored instant back into a time.Time in UTC.
 func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }

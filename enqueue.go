@@ -16,7 +16,7 @@ import (
 // nothing is written. An ID that was purged may be enqueued again; its
 // tokens continue where the purged job's ended (see [Queue.Purge]).
 func (q *Queue) Enqueue(ctx context.Context, j Job) error {
-	if err := q.usable(); err != nil {
+	if err := q.callable(ctx); err != nil {
 		return opError("enqueue", job(j.ID), err)
 	}
 	now := q.now()
@@ -37,7 +37,7 @@ func (q *Queue) Enqueue(ctx context.Context, j Job) error {
 // nothing is written. An empty batch does nothing.
 func (q *Queue) EnqueueBatch(ctx context.Context, jobs []Job) error {
 	const op = "enqueue batch"
-	if err := q.usable(); err != nil {
+	if err := q.callable(ctx); err != nil {
 		return opError(op, "", err)
 	}
 	now := q.now()
@@ -85,7 +85,7 @@ func (q *Queue) EnqueueBatch(ctx context.Context, jobs []Job) error {
 // SQLite roll back the whole of tx.
 func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, jobs ...Job) error {
 	const op = "enqueue tx"
-	if err := q.usable(); err != nil {
+	if err := q.callable(ctx); err != nil {
 		return opError(op, "", err)
 	}
 	if tx == nil {

@@ -6,10 +6,11 @@ import (
 	"errors"
 )
 
-// The fence (rules 3 and 17–19 in README's "The rules"): a call that
+// The fence (rules 3, 14 and 17–19 in README's "The rules"): a call that
 // changes a claimed job — Finish, Extend, Release, Fail — changes the row
-// only if the job is leased by this very claim, with the same ID, owner and
-// token, and both the lease and the deadline are still running at now. At
+// only if the job is leased by this very claim, in the same queue, with the
+// same ID, owner and token, and both the lease and the deadline are still
+// running at now. At
 // now == lease_until the lease is over. Each such call is one UPDATE with
 // this WHERE clause (a lookup in the unique index on (queue, id)), so the
 // check and the change cannot be separated; a refused call matches no row
@@ -67,7 +68,7 @@ func (s *store) settle(ctx context.Context, q *Queue, fs []fenced, share sharing
 // own arguments; a claim that Claim could not have returned is refused
 // too. Both are ErrInvalid and write nothing.
 func (q *Queue) settle(ctx context.Context, op string, f fenced, why string, share sharing) (leaseUntil int64, ok bool, err error) {
-	if err := q.usable(); err != nil {
+	if err := q.callable(ctx); err != nil {
 		return 0, false, opError(op, job(f.c.ID), err)
 	}
 	if p := claimProblem(f.c); p != "" {
@@ -76,7 +77,7 @@ func (q *Queue) settle(ctx context.Context, op string, f fenced, why string, sha
 	if err := problem(why); err != nil {
 		return 0, false, opError(op, job(f.c.ID), err)
 	}
-	if !storedNames(f.c) {
+	if !q.fences(f.c) {
 		return 0, false, nil
 	}
 	r, err := q.e.settle(ctx, q, []fenced{f}, share)
@@ -91,7 +92,7 @@ func (q *Queue) settle(ctx context.Context, op string, f fenced, why string, sha
 // whether it matched. A claim Claim could not have returned is ErrInvalid
 // naming its index, and then nothing is written.
 func (q *Queue) settleBatch(ctx context.Context, op string, fs []fenced) ([]bool, error) {
-	if err := q.usable(); err != nil {
+	if err := q.callable(ctx); err != nil {
 		return nil, opError(op, "", err)
 	}
 	for i, f := range fs {
@@ -102,7 +103,7 @@ func (q *Queue) settleBatch(ctx context.Context, op string, fs []fenced) ([]bool
 	oks := make([]bool, len(fs))
 	var asked []int // the index in fs of each claim the engine is asked about
 	for i, f := range fs {
-		if storedNames(f.c) {
+		if q.fences(f.c) {
 			asked = append(asked, i)
 		}
 	}
@@ -121,6 +122,14 @@ func (q *Queue) settleBatch(ctx context.Context, op string, fs []fenced) ([]bool
 		oks[asked[k]] = r.ok
 	}
 	return oks, nil
+}
+
+// fences reports whether c can match a row of q at all, so that the engine
+// is asked: a claim of another queue is refused without a look, since the
+// same ID, owner and token may be live there. "" is q itself (see
+// Claim.Queue).
+func (q *Queue) fences(c Claim) bool {
+	return (c.Queue == "" || c.Queue == q.name) && storedNames(c)
 }
 
 // storedNames reports whether c's ID and owner could be stored at all. A

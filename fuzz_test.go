@@ -556,8 +556,9 @@ func (r *fuzzRun) claim(owner string, lease time.Duration) {
 }
 
 // forge turns a real claim into the claim a confused or lying worker might
-// send: unchanged, a neighbouring token, another owner or ID, malformed, or
-// sent to the other queue. It returns the queue the call goes to.
+// send: unchanged, a neighbouring token, another owner or ID, malformed,
+// sent to the other queue, or without its queue (taken as the queue it is
+// sent to). It returns the queue the call goes to.
 func (r *fuzzRun) forge(h heldClaim, how byte) (int, leaseq.Claim, string) {
 	c, qi := h.c, h.queue
 	switch how % 16 {
@@ -589,6 +590,12 @@ func (r *fuzzRun) forge(h heldClaim, how byte) (int, leaseq.Claim, string) {
 		return qi, c, "lease_until, deadline, priority changed (ignored by the fence)"
 	case 10:
 		return (qi + 1) % len(r.qs), c, fmt.Sprintf("issued by queue %d", qi)
+	case 11:
+		c.Queue = ""
+		return qi, c, "no queue (built by hand)"
+	case 12:
+		c.Queue = ""
+		return (qi + 1) % len(r.qs), c, fmt.Sprintf("no queue, issued by queue %d", qi)
 	}
 	return qi, c, "as issued"
 }

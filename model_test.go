@@ -268,7 +268,7 @@ func (m *model) grant(qi int, id string, now time.Time, owner string, lease time
 	s, n := m.queues[qi].jobs[id], msOf(now)
 	s.Status, s.Owner, s.Token, s.Attempts = leaseq.StatusLeased, owner, s.Token+1, s.Attempts+1
 	s.LeaseUntil, s.UpdatedAt = atMS(s.leaseEnd(n, lease)), atMS(n)
-	return leaseq.Claim{ID: id, Qty: s.Qty, Payload: s.Payload, Owner: owner, Token: s.Token,
+	return leaseq.Claim{ID: id, Queue: m.queues[qi].name, Qty: s.Qty, Payload: s.Payload, Owner: owner, Token: s.Token,
 		Attempt: s.Attempts, LeaseUntil: s.LeaseUntil, Deadline: s.Deadline, Priority: s.Priority}
 }
 
@@ -290,6 +290,9 @@ func malformedClaim(c leaseq.Claim) bool { return c.ID == "" || c.Owner == "" ||
 // run at n, else nil.
 func (m *model) fence(qi int, n int64, c leaseq.Claim) *modelJob {
 	s := m.queues[qi].jobs[c.ID]
+	if c.Queue != "" && c.Queue != m.queues[qi].name {
+		return nil // a claim of another queue (Claim.Queue)
+	}
 	if s == nil || s.Status != leaseq.StatusLeased || s.Owner != c.Owner || s.Token != c.Token ||
 		n >= msOf(s.LeaseUntil) || !s.Deadline.IsZero() && n >= msOf(s.Deadline) {
 		return nil
@@ -545,8 +548,8 @@ func fmtFullState(s leaseq.State) string {
 // sameClaim compares a Claim with the model's, field by field.
 func sameClaim(got, want leaseq.Claim) (string, string, bool) {
 	f := func(c leaseq.Claim) string {
-		return fmt.Sprintf("{id=%q owner=%q token=%d attempt=%d lease_until=%s deadline=%s priority=%d qty=%d payload=%q}",
-			c.ID, c.Owner, c.Token, c.Attempt, relMS(c.LeaseUntil), relMS(c.Deadline), c.Priority, c.Qty, c.Payload)
+		return fmt.Sprintf("{queue=%q id=%q owner=%q token=%d attempt=%d lease_until=%s deadline=%s priority=%d qty=%d payload=%q}",
+			c.Queue, c.ID, c.Owner, c.Token, c.Attempt, relMS(c.LeaseUntil), relMS(c.Deadline), c.Priority, c.Qty, c.Payload)
 	}
 	g, w := f(got), f(want)
 	return g, w, g == w

@@ -66,7 +66,7 @@ func (q *Queue) Cancel(ctx context.Context, id, reason string) error {
 // it matched no row, refused explains why from the row as it is, or the
 // error is ErrNotFound.
 func (q *Queue) operate(ctx context.Context, op string, o operation, refused func(refusal) error) error {
-	if err := q.usable(); err != nil {
+	if err := q.callable(ctx); err != nil {
 		return opError(op, job(o.id), err)
 	}
 	if nameProblem("ID", o.id) != "" {

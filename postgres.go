@@ -100,31 +100,42 @@ func (e *pgEngine) now(ctx context.Context) (int64, error) {
 // others find it done.
 const schemaLock = 0x6c65617365710a // "leaseq\n"
 
-// migrate creates the schema in one transaction under schemaLock, or
-// checks that it is current. The version lives in leaseq_schema.
+// migrate checks that the schema is current with one read, which DML
+// rights (or read-only ones) suffice for, and only when it is not creates
+// or upgrades it: in one transaction under schemaLock, which reads the
+// version again, since another host may have migrated meanwhile. The
+// version lives in leaseq_schema.
 func (e *pgEngine) migrate(ctx context.Context) error {
 	e.migratedMu.Lock()
 	defer e.migratedMu.Unlock()
 	if e.migrated {
 		return nil
 	}
-	err := e.write(ctx, func(ctx context.Context, tx execer) error {
+	v, err := pgSchemaVersion(ctx, pgDB{e.dbh})
+	switch {
+	case err != nil:
+		return fmt.Errorf("reading the schema version: %w", err)
+	case v == SchemaVersion:
+		e.migrated = true
+		return nil
+	case v > SchemaVersion:
+		return newerSchema(v)
+	}
+	err = e.write(ctx, func(ctx context.Context, tx execer) error {
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", schemaLock)); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS leaseq_schema (version integer NOT NULL)"); err != nil {
 			return err
 		}
-		var v int
-		err := tx.QueryRowContext(ctx, "SELECT version FROM leaseq_schema").Scan(&v)
+		v, err := pgSchemaVersion(ctx, tx)
 		switch {
-		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
 			return err
 		case v == SchemaVersion:
 			return nil
 		case v > SchemaVersion:
-			return fmt.Errorf("database schema version is %d, this leaseq knows version %d and older: %w", v, SchemaVersion, ErrInvalid)
+			return newerSchema(v)
 		}
 		for _, stmt := range splitSQL(postgresSchemaSQL) {
 			if _, err := tx.ExecContext(ctx, stmt); err != nil {
@@ -139,6 +150,22 @@ func (e *pgEngine) migrate(ctx context.Context) error {
 	})
 	e.migrated = err == nil
 	return err
+}
+
+// pgSchemaVersion reads the schema version: 0 when there is none yet (no
+// leaseq_schema table, or no row in it).
+func pgSchemaVersion(ctx context.Context, ex execer) (int, error) {
+	var v int
+	err := ex.QueryRowContext(ctx, "SELECT version FROM leaseq_schema").Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) || sqlState(err) == sqlStateUndefinedTable {
+		return 0, nil
+	}
+	return v, err
+}
+
+// newerSchema is the error for a database of a later version of leaseq.
+func newerSchema(v int) error {
+	return fmt.Errorf("database schema version is %d, this leaseq knows version %d and older: %w", v, SchemaVersion, ErrInvalid)
 }
 
 // splitSQL splits a script into statements at semicolons outside comments
@@ -592,6 +619,7 @@ const (
 	sqlStateUniqueViolation      = "23505"
 	sqlStateSerializationFailure = "40001"
 	sqlStateDeadlockDetected     = "40P01"
+	sqlStateUndefinedTable       = "42P01"
 )
 
 // sqlState is the SQLSTATE of err, from the SQLState method PostgreSQL

@@ -36,6 +36,9 @@ func (q *Queue) Process(ctx context.Context, owner string, lease time.Duration,
 	if send == nil {
 		return Result{}, opError("process", as(owner), invalid("send is nil"))
 	}
+	if err := ctxProblem(ctx); err != nil {
+		return Result{}, opError("process", as(owner), err)
+	}
 	c, ok, err := q.Claim(ctx, owner, lease)
 	if err != nil || !ok {
 		return Result{}, err

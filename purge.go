@@ -34,7 +34,8 @@ ON CONFLICT (queue, id) DO UPDATE SET token = excluded.token`,
 // transactions of at most a few hundred jobs, so other writers, and other
 // processes, get their turn between them; if it fails part way, the count
 // says what was deleted. Pending and leased jobs are never purged; asking
-// for another status is [ErrInvalid] and deletes nothing.
+// for another status, or a before outside years 1 to 9999, is [ErrInvalid]
+// and deletes nothing.
 //
 // A purged ID may be enqueued again. The new job's tokens continue where
 // the purged job's ended (its first claim gets the old last token + 1) and
@@ -42,7 +43,7 @@ ON CONFLICT (queue, id) DO UPDATE SET token = excluded.token`,
 // finish, extend, release or fail the new job. The queue keeps one small
 // row per purged ID for this.
 func (q *Queue) Purge(ctx context.Context, before time.Time, statuses ...Status) (int, error) {
-	if err := q.usable(); err != nil {
+	if err := q.callable(ctx); err != nil {
 		return 0, opError("purge", "", err)
 	}
 	if len(statuses) == 0 {
@@ -53,6 +54,9 @@ func (q *Queue) Purge(ctx context.Context, before time.Time, statuses ...Status)
 			return 0, opError("purge", "", invalid("status %q cannot be purged; only %q and %q jobs can",
 				st, StatusDone, StatusQuarantined))
 		}
+	}
+	if err := problem(timeProblem("before", before, "")); err != nil {
+		return 0, opError("purge", "", err)
 	}
 	statuses = slices.Compact(slices.Sorted(slices.Values(statuses)))
 	b := toMillis(before)

@@ -76,7 +76,7 @@ type Options struct {
 	// *ManualClock, which wins on both.
 	Clock Clock
 	// MaxAttempts is the claim limit for jobs that set none; 0 means
-	// MaxAttemptsDefault.
+	// MaxAttemptsDefault. At most MaxCount.
 	MaxAttempts int
 	// MaxPayload is the payload limit in bytes; 0 means MaxPayloadDefault,
 	// and more than MaxPayloadLimit is refused.
@@ -142,8 +142,13 @@ type Queue struct {
 // for a rollback journal on disk; the mode is checked again whenever the
 // queue takes a write connection, so a later switch is refused too), one
 // whose schema is newer than [SchemaVersion], and options out of range: a
-// Name that is not a valid name, a negative MaxAttempts, a MaxPayload that
-// is negative or over [MaxPayloadLimit].
+// Name that is not a valid name, a MaxAttempts negative or over
+// [MaxCount], a MaxPayload that is negative or over [MaxPayloadLimit]. A
+// nil ctx is ErrInvalid, here as in every call that takes one.
+//
+// On PostgreSQL a current schema is only read, so a role with DML rights
+// alone (or, for the reads, read-only ones) can open a queue; creating or
+// upgrading the schema needs CREATE.
 //
 // db may come from [Open] or be the caller's own, opened with any DSN: the
 // queue runs its own BEGIN IMMEDIATE transactions and retries lock waits
@@ -161,6 +166,9 @@ type Queue struct {
 func New(ctx context.Context, db *sql.DB, opts Options) (*Queue, error) {
 	if db == nil {
 		return nil, opError("new", "", invalid("db is nil"))
+	}
+	if err := ctxProblem(ctx); err != nil {
+		return nil, opError("new", "", err)
 	}
 	if opts.Name == "" {
 		opts.Name = DefaultName
@@ -202,6 +210,8 @@ func optionsProblem(opts Options) string {
 	switch {
 	case opts.MaxAttempts < 0:
 		return fmt.Sprintf("MaxAttempts %d is negative", opts.MaxAttempts)
+	case opts.MaxAttempts > MaxCount:
+		return countProblem("MaxAttempts", opts.MaxAttempts)
 	case opts.MaxPayload < 0:
 		return fmt.Sprintf("MaxPayload %d is negative", opts.MaxPayload)
 	case opts.MaxPayload > MaxPayloadLimit:
@@ -248,6 +258,17 @@ func (q *Queue) nowArg() any {
 	return q.now()
 }
 
+// callable is the error of a call with ctx on q before it touches the
+// database: ErrInvalid for a nil ctx (database/sql would panic with its
+// pool's lock held, and every later call on the *sql.DB would hang), or
+// ErrClosed on a closed Queue.
+func (q *Queue) callable(ctx context.Context) error {
+	if err := ctxProblem(ctx); err != nil {
+		return err
+	}
+	return q.usable()
+}
+
 // usable is the error of a call on a closed Queue, or nil.
 func (q *Queue) usable() error {
 	if q.closed.Load() {
@@ -283,7 +304,7 @@ func scanState(row interface{ Scan(...any) error }) (State, error) {
 // Get returns the current row of job id in this queue, or an error wrapping
 // [ErrNotFound]. It is a read.
 func (q *Queue) Get(ctx context.Context, id string) (State, error) {
-	if err := q.usable(); err != nil {
+	if err := q.callable(ctx); err != nil {
 		return State{}, opError("get", job(id), err)
 	}
 	if nameProblem("ID", id) != "" {

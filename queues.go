@@ -23,6 +23,12 @@ SELECT name FROM q WHERE name IS NOT NULL`
 // for tools that look at every queue of a database, such as an operator's
 // overview; db must hold leaseq's schema (see [New]).
 func Queues(ctx context.Context, db *sql.DB) ([]string, error) {
+	if err := ctxProblem(ctx); err != nil {
+		return nil, opError("queues", "", err)
+	}
+	if db == nil {
+		return nil, opError("queues", "", invalid("db is nil"))
+	}
 	names := []string{}
 	err := retryBusy(ctx, func() error {
 		names = names[:0]

@@ -26,7 +26,7 @@ SELECT status, sum(n), 0, NULL FROM leaseq_counts WHERE queue = ?1 GROUP BY stat
 // the queue's pending and leased jobs, however many are done or
 // quarantined, and takes no write lock.
 func (q *Queue) Stats(ctx context.Context) (Stats, error) {
-	if err := q.usable(); err != nil {
+	if err := q.callable(ctx); err != nil {
 		return Stats{}, opError("stats", "", err)
 	}
 	var st Stats
@@ -92,7 +92,7 @@ ORDER BY seq`
 // [ErrInvalid]; an AfterID not in the queue (never there, or purged since)
 // is [ErrNotFound].
 func (q *Queue) List(ctx context.Context, f Filter) ([]State, error) {
-	if err := q.usable(); err != nil {
+	if err := q.callable(ctx); err != nil {
 		return nil, opError("list", "", err)
 	}
 	if err := problem(filterProblem(f)); err != nil {

@@ -22,20 +22,25 @@ type Job struct {
 	// ID names the business job (an order). It is unique in its queue, at
 	// most MaxIDLen bytes of UTF-8 without NUL; receivers de-duplicate on it.
 	ID string
-	// Qty is the job's quantity, carried to the worker; never negative.
+	// Qty is the job's quantity, carried to the worker; never negative. Any
+	// other int is stored exactly on both engines (a 64-bit column).
 	Qty int
 	// Payload is opaque to the queue, stored byte for byte, at most
 	// Options.MaxPayload bytes.
 	Payload []byte
 	// Deadline is when the job stops being worth doing. The zero value means
 	// no deadline. No lease runs past it, and no Finish is accepted at or
-	// after it.
+	// after it. It must be no later than the last millisecond of year 9999:
+	// a far-future "never" such as time.Unix(math.MaxInt64, 0) is
+	// ErrInvalid, saying to use a zero Deadline for no deadline, rather
+	// than wrapped to an instant the queue would misread.
 	Deadline time.Time
 	// MaxAttempts is how many claims the job gets before it is quarantined;
-	// 0 means the queue's default (Options.MaxAttempts).
+	// 0 means the queue's default (Options.MaxAttempts). At most MaxCount.
 	MaxAttempts int
 	// RunAt is when the job becomes claimable; the zero value (or any
-	// instant not after now) means at once. It must be before Deadline.
+	// instant not after now) means at once. It must be before Deadline,
+	// and like it within years 1 to 9999.
 	RunAt time.Time
 	// Priority orders claimable jobs: a Claim never takes a job while a
 	// claimable job of higher priority waits in the same queue. From
@@ -51,13 +56,20 @@ const (
 
 // Claim is a worker's proof of one lease generation of a job, as
 // [Queue.Claim] returns it. Pass it back unchanged to [Queue.Finish],
-// [Queue.Extend], [Queue.Release] or [Queue.Fail]: each compares its ID,
-// Owner and Token with the current row.
+// [Queue.Extend], [Queue.Release] or [Queue.Fail] of the same queue: each
+// compares its Queue, ID, Owner and Token with the current row.
 type Claim struct {
 	// ID, Qty and Payload are the job's, as enqueued.
 	ID      string
 	Qty     int
 	Payload []byte
+	// Queue is the name of the queue the job was claimed from. A fenced
+	// call on a Queue of another name refuses the claim (false, nil): the
+	// same ID, owner and token can exist in two queues. "" is taken as the
+	// queue the call is made on, so that a Claim built by hand, or kept
+	// from a version of leaseq before this field, is still fenced by its
+	// ID, owner and token alone.
+	Queue string
 	// Owner is the worker name given to Claim. It is for people reading
 	// logs: a restarted worker has the same name, so it never suffices to
 	// finish a job on its own.

@@ -1,6 +1,7 @@
 package leaseq
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -17,6 +18,70 @@ const MaxIDLen = 255
 // MaxReasonLen is the longest reason stored, in bytes; a longer one is cut
 // at a character boundary, never refused (see [Queue.Fail]).
 const MaxReasonLen = 1024
+
+// MaxCount is the largest count a call takes: Job.MaxAttempts,
+// Options.MaxAttempts, ClaimBatch's max and WorkerOptions.Concurrency. It
+// is what PostgreSQL's integer column (and a LIMIT bound as one) holds, and
+// SQLite keeps the same bound, so both engines accept the same input; a
+// larger count is ErrInvalid naming the field.
+const MaxCount = 1<<31 - 1
+
+// The range of every instant a call takes (Job.Deadline and RunAt, Purge's
+// before, Activity's since): from the zero time's instant, the first of
+// year 1, to the last millisecond of year 9999. Every stored instant is in
+// Unix milliseconds, and within this range it is exact on both engines,
+// prints as RFC 3339 and marshals as JSON; past it the conversion would
+// wrap. The zero time keeps its meaning where a call gives it one (no
+// deadline, at once).
+var (
+	minTime = time.Time{}
+	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC)
+)
+
+// ctxProblem refuses a nil context before database/sql sees it: it would
+// panic there with its pool's lock held, and every later call on the
+// *sql.DB would wait for that lock forever.
+func ctxProblem(ctx context.Context) error {
+	if ctx == nil {
+		return invalid("ctx is nil; pass context.Background() or a context with a deadline")
+	}
+	return nil
+}
+
+// countProblem validates a count that must be at most MaxCount.
+func countProblem(what string, n int) string {
+	if n > MaxCount {
+		return fmt.Sprintf("%s %d is over the limit of %d", what, n, MaxCount)
+	}
+	return ""
+}
+
+// timeProblem validates an instant a call takes; zero names what the zero
+// time means for it ("" if it has no meaning of its own).
+func timeProblem(what string, t time.Time, zero string) string {
+	if !t.Before(minTime) && !t.After(maxTime) {
+		return ""
+	}
+	why := fmt.Sprintf("%s %s is outside the instants the queue stores, %s to %s", what,
+		t.UTC().Format(timeFormat), minTime.Format(timeFormat), fmtMillis(toMillis(maxTime)))
+	if zero != "" {
+		why += "; use a zero " + what + " for " + zero
+	}
+	return why
+}
+
+// intervalProblem validates an optional interval: 0 means its default, and
+// a positive one must be at least the 1ms resolution of the queue's clock
+// (a shorter one would make a worker spin, or end the instant it began).
+func intervalProblem(what string, d time.Duration) string {
+	switch {
+	case d < 0:
+		return fmt.Sprintf("%s %v is negative", what, d)
+	case d > 0 && d < time.Millisecond:
+		return fmt.Sprintf("%s %v is under the floor of 1ms, the resolution of the queue's clock; 0 means the default", what, d)
+	}
+	return ""
+}
 
 // nameProblem validates a job ID, an owner or a queue name. Names are
 // stored as text, which is meant to be UTF-8 and which several SQL functions
@@ -47,10 +112,16 @@ func (q *Queue) jobProblem(j Job, now int64) string {
 		return fmt.Sprintf("Qty %d is negative", j.Qty)
 	case j.MaxAttempts < 0:
 		return fmt.Sprintf("MaxAttempts %d is negative", j.MaxAttempts)
+	case j.MaxAttempts > MaxCount:
+		return countProblem("MaxAttempts", j.MaxAttempts)
 	case len(j.Payload) > q.maxPayload:
 		return fmt.Sprintf("Payload is %d bytes, over the limit of %d", len(j.Payload), q.maxPayload)
 	case j.Priority < MinPriority || j.Priority > MaxPriority:
 		return fmt.Sprintf("Priority %d is outside %d..%d", j.Priority, MinPriority, MaxPriority)
+	case timeProblem("Deadline", j.Deadline, "no deadline") != "":
+		return timeProblem("Deadline", j.Deadline, "no deadline")
+	case timeProblem("RunAt", j.RunAt, "at once") != "":
+		return timeProblem("RunAt", j.RunAt, "at once")
 	case !j.Deadline.IsZero() && toMillis(j.Deadline) <= now:
 		return fmt.Sprintf("deadline %s is not after now %s", fmtMillis(toMillis(j.Deadline)), fmtMillis(now))
 	case !j.Deadline.IsZero() && !j.RunAt.IsZero() && toMillis(j.RunAt) >= toMillis(j.Deadline):

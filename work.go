@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"runtime/debug"
 	"sync"
@@ -28,7 +29,8 @@ type Handler func(ctx context.Context, c Claim) error
 type WorkerOptions struct {
 	// Owner names the worker in every claim, for logs and Get. Required.
 	Owner string
-	// Concurrency is how many handlers run at once at most; 0 means 1.
+	// Concurrency is how many handlers run at once at most; 0 means 1. At
+	// most MaxCount.
 	Concurrency int
 	// Lease is the lease each claim and each extension asks for; 0 means
 	// 30s. A longer lease costs a longer wait before a dead worker's jobs
@@ -40,7 +42,8 @@ type WorkerOptions struct {
 	// commit before the lease it extends ends.
 	Heartbeat time.Duration
 	// Backoff is the delay before the next attempt of a job whose handler
-	// failed on its attempt-th claim; nil means DefaultBackoff.
+	// failed on its attempt-th claim; nil means DefaultBackoff. A negative
+	// delay counts as 0.
 	Backoff func(attempt int) time.Duration
 	// PollInterval bounds how long an idle worker waits before it looks
 	// for jobs that another process enqueued; 0 means 1s. Jobs enqueued or
@@ -49,6 +52,12 @@ type WorkerOptions struct {
 	PollInterval time.Duration
 	// DrainTimeout is how long running handlers may go on after Work's
 	// context ends before their contexts end with ErrShutdown; 0 means 10s.
+	//
+	// Each of Lease, Heartbeat, PollInterval and DrainTimeout is 0 for its
+	// default or at least 1ms, the resolution of the queue's clock; a
+	// shorter positive one (which would make an idle pool spin) is
+	// ErrInvalid naming the field. The default Heartbeat is at least 1ms
+	// too, so Work refuses a Lease under 2ms: no heartbeat could renew it.
 	DrainTimeout time.Duration
 	// Logger gets the worker's records; nil means slog.Default(). Per job
 	// it logs at Debug; lost leases at Warn; panics and database faults at
@@ -71,22 +80,39 @@ func workerOptionsProblem(opts WorkerOptions) string {
 	switch {
 	case opts.Concurrency < 0:
 		return fmt.Sprintf("Concurrency %d is negative", opts.Concurrency)
-	case opts.Lease < 0 || opts.Heartbeat < 0 || opts.PollInterval < 0 || opts.DrainTimeout < 0:
-		return fmt.Sprintf("Lease %v, Heartbeat %v, PollInterval %v and DrainTimeout %v must not be negative",
-			opts.Lease, opts.Heartbeat, opts.PollInterval, opts.DrainTimeout)
-	case opts.Lease != 0 && leaseProblem(opts.Lease) != "":
-		return leaseProblem(opts.Lease)
-	case opts.Heartbeat >= cmp.Or(opts.Lease, WorkLeaseDefault):
-		return fmt.Sprintf("Heartbeat %v is not shorter than the lease %v", opts.Heartbeat, cmp.Or(opts.Lease, WorkLeaseDefault))
+	case opts.Concurrency > MaxCount:
+		return countProblem("Concurrency", opts.Concurrency)
 	}
-	return ""
+	for _, d := range []struct {
+		what string
+		d    time.Duration
+	}{{"Lease", opts.Lease}, {"Heartbeat", opts.Heartbeat}, {"PollInterval", opts.PollInterval}, {"DrainTimeout", opts.DrainTimeout}} {
+		if why := intervalProblem(d.what, d.d); why != "" {
+			return why
+		}
+	}
+	lease := cmp.Or(opts.Lease, WorkLeaseDefault).Truncate(time.Millisecond) // as the claims count it
+	switch hb := heartbeat(opts.Heartbeat, lease); {
+	case hb < lease:
+		return ""
+	case opts.Heartbeat == 0:
+		return fmt.Sprintf("Lease %v leaves no room for a heartbeat of at least 1ms before it ends; use at least 2ms", lease)
+	default:
+		return fmt.Sprintf("Heartbeat %v is not shorter than the lease %v", hb, lease)
+	}
+}
+
+// heartbeat is the interval of a pool's extensions: hb, or by default a
+// third of the lease, at least the 1ms floor of every interval.
+func heartbeat(hb, lease time.Duration) time.Duration {
+	return cmp.Or(hb, max(lease/3, time.Millisecond))
 }
 
 // withDefaults fills the zero fields of valid opts.
 func (opts WorkerOptions) withDefaults() WorkerOptions {
 	opts.Concurrency = cmp.Or(opts.Concurrency, 1)
 	opts.Lease = cmp.Or(opts.Lease, WorkLeaseDefault)
-	opts.Heartbeat = cmp.Or(opts.Heartbeat, opts.Lease/3)
+	opts.Heartbeat = heartbeat(opts.Heartbeat, opts.Lease)
 	opts.PollInterval = cmp.Or(opts.PollInterval, WorkPollIntervalDefault)
 	opts.DrainTimeout = cmp.Or(opts.DrainTimeout, WorkDrainTimeoutDefault)
 	if opts.Backoff == nil {
@@ -113,7 +139,7 @@ func (opts WorkerOptions) withDefaults() WorkerOptions {
 // stop the pool. If ctx is done already, Work claims nothing and returns
 // nil.
 func (q *Queue) Work(ctx context.Context, opts WorkerOptions, h Handler) error {
-	if err := q.usable(); err != nil {
+	if err := q.callable(ctx); err != nil {
 		return opError("work", as(opts.Owner), err)
 	}
 	why := workerOptionsProblem(opts)
@@ -265,7 +291,22 @@ func (p *pool) idleFor(ctx context.Context) time.Duration {
 	if err != nil || !due.Valid {
 		return p.opts.PollInterval
 	}
-	return min(max(time.Duration(due.Int64-p.q.now())*time.Millisecond, time.Millisecond), p.opts.PollInterval)
+	return idleWait(due.Int64, p.q.now(), p.opts.PollInterval)
+}
+
+// idleWait is how long to sleep at now (Unix ms) for an instant due:
+// between 1ms and poll. It bounds the wait in milliseconds before it
+// becomes a Duration, which counts nanoseconds: a job due centuries ahead
+// would overflow it, and a wrapped, negative wait would make the pool spin.
+func idleWait(due, now int64, poll time.Duration) time.Duration {
+	left := due - now
+	switch {
+	case due <= now:
+		return time.Millisecond
+	case left < 0: // the difference overflowed: as far off as can be
+		left = math.MaxInt64
+	}
+	return max(time.Duration(min(left, poll.Milliseconds()))*time.Millisecond, time.Millisecond)
 }
 
 // drain waits for the running handlers: for DrainTimeout, then it ends
@@ -471,7 +512,7 @@ func (p *pool) outcome(c Claim, err, cause error) (string, func(context.Context)
 	case errors.As(err, &retry):
 		return "released", func(ctx context.Context) (bool, error) { return p.q.Release(ctx, c, retry.d, err.Error()) }
 	default:
-		delay := p.opts.Backoff(c.Attempt)
+		delay := max(p.opts.Backoff(c.Attempt), 0) // as RetryAfter: Release refuses a negative delay
 		return "released", func(ctx context.Context) (bool, error) { return p.q.Release(ctx, c, delay, err.Error()) }
 	}
 }
