@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -330,5 +331,20 @@ func TestCLIPasswordsNeverShown(t *testing.T) {
 		t.Fatalf("serve exited: %v\n%s", err, stderr.String())
 	case <-time.After(waitLimit):
 		t.Fatalf("serve printed no banner within %s", waitLimit)
+	}
+}
+
+// TestServeTimeouts: serve's server bounds reading a request's headers and
+// body, writing the answer, and an idle connection (it set only
+// ReadHeaderTimeout), each long enough for any page of the dashboard.
+func TestServeTimeouts(t *testing.T) {
+	srv := newServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler))
+	for name, d := range map[string]time.Duration{
+		"ReadHeaderTimeout": srv.ReadHeaderTimeout, "ReadTimeout": srv.ReadTimeout,
+		"WriteTimeout": srv.WriteTimeout, "IdleTimeout": srv.IdleTimeout,
+	} {
+		if d < 5*time.Second || d > 5*time.Minute {
+			t.Errorf("%s is %s, want a bound from 5s to 5m", name, d)
+		}
 	}
 }

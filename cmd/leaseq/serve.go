@@ -78,17 +78,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	opts := dashboard.Options{AllowWrites: writes, Logger: log, Clock: s.clock, Hosts: servedHosts(addr, ln.Addr(), hosts)}
-	srv := &http.Server{
-		Handler: dashboard.New(q, opts),
-		// Every answer is one page or fragment read from the database
-		// (the overview refreshes by fetching again, nothing streams), so
-		// a request and its answer are each bounded well below these.
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	srv := newServer(dashboard.New(q, opts), log)
 	mode := "read-only"
 	if writes {
 		mode = "writes allowed"
@@ -144,4 +134,20 @@ func servedHosts(addr string, bound net.Addr, extra []string) []string {
 		hosts = append(hosts, tcp.IP.String())
 	}
 	return append(hosts, extra...)
+}
+
+// newServer is serve's HTTP server for h. Every answer is one page or
+// fragment read from the database (the overview refreshes by fetching
+// again; nothing streams), so a request and its answer each take far less
+// than these bounds, which stop a client that sends or reads slowly from
+// holding a connection for ever.
+func newServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 }
