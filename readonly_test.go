@@ -177,6 +177,13 @@ func testReadOnlyQueueNeverWrites(t *testing.T, e testEngine) {
 		"Cancel":       func() error { return q.Cancel(f.ctx, "a", "r") },
 		"Requeue":      func() error { return q.Requeue(f.ctx, "a") },
 		"Purge":        func() error { _, err := q.Purge(f.ctx, time.Now(), leaseq.StatusDone); return err },
+		"Process": func() error {
+			_, err := q.Process(f.ctx, "w2", time.Minute, func(context.Context, leaseq.Claim) error { return nil })
+			return err
+		},
+		"Work": func() error {
+			return q.Work(f.ctx, leaseq.WorkerOptions{Owner: "w2"}, func(context.Context, leaseq.Claim) error { return nil })
+		},
 	}
 	for name, call := range writes {
 		wantErrSays(t, call(), leaseq.ErrInvalid, "read-only")
