@@ -13,6 +13,8 @@
 //
 // It is read-only unless [Options.AllowWrites] is set. Writes are POSTs,
 // refused when they come from another site ([http.CrossOriginProtection]).
+// Where browsers reach it at an address of its own, give it the host names
+// it answers to ([Options.Hosts]), so that DNS rebinding cannot reach it.
 package dashboard
 
 import (
