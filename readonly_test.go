@@ -88,9 +88,10 @@ func TestReadOnlyRefusesOlderSchema(t *testing.T) {
 	}
 }
 
-// TestReadOnlyRefusesNewerOrNoSchema: a newer schema is refused even when
-// the database holds no job, and a database without leaseq's schema is
-// refused rather than given one, on both engines.
+// TestReadOnlyRefusesNewerOrNoSchema: a database without leaseq's schema
+// is refused rather than given one; Migrate creates it (from version 0) and
+// then has nothing to do; a newer schema is refused by both even when the
+// database holds no job, on both engines.
 func TestReadOnlyRefusesNewerOrNoSchema(t *testing.T) {
 	forEngines(t, testReadOnlyRefusesNewerOrNoSchema)
 }
@@ -106,14 +107,27 @@ func testReadOnlyRefusesNewerOrNoSchema(t *testing.T, e testEngine) {
 	wantErrSays(t, err, leaseq.ErrInvalid, "no leaseq schema", "Migrate")
 	wantNoTables(t, e, db)
 
-	openFixture(t, e, path, leaseq.Options{}).q.Close()
+	for _, want := range []int{0, leaseq.SchemaVersion} {
+		if from, err := leaseq.Migrate(ctx, db); err != nil || from != want {
+			t.Fatalf("Migrate: from %d, %v; want from %d", from, err, want)
+		}
+	}
+	q, err = leaseq.New(ctx, db, leaseq.Options{ReadOnly: true})
+	must(t, err)
+	must(t, q.Close())
 	later := leaseq.SchemaVersion + 1
 	setVersion(t, e, db, later)
+	before := snapshotDB(t, db)
 	q, err = leaseq.New(ctx, db, leaseq.Options{ReadOnly: true})
 	if q != nil {
 		t.Fatal("New with ReadOnly returned a queue on a newer schema")
 	}
 	wantErrSays(t, err, leaseq.ErrInvalid, fmt.Sprintf("schema version is %d, this leaseq knows version %d", later, leaseq.SchemaVersion))
+	_, err = leaseq.Migrate(ctx, db)
+	wantErrSays(t, err, leaseq.ErrInvalid, fmt.Sprintf("schema version is %d", later))
+	if after := snapshotDB(t, db); after != before {
+		t.Fatalf("the refused calls changed the tables:\n%s want\n%s", after, before)
+	}
 }
 
 // wantNoTables fails t if db has any table.

@@ -348,3 +348,27 @@ func TestServeTimeouts(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIWALFileRefused: every command on a SQLite file in WAL mode exits
+// 1 saying so, and leaves the file as it was, still in WAL mode (leaseq.Open
+// used to convert it to a rollback journal).
+func TestCLIWALFileRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "wal.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	must(t, err)
+	for _, stmt := range []string{"PRAGMA journal_mode=WAL", "CREATE TABLE leaseq_jobs (x)"} {
+		_, err := db.Exec(stmt)
+		must(t, err)
+	}
+	must(t, db.Close())
+	before := dirState(t, filepath.Dir(path))
+	for _, args := range [][]string{{"stats"}, {"requeue", "a"}, {"migrate"}} {
+		r := leaseqRun(t, path, []string{"LEASEQ_DB=" + path}, args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "the database is in WAL mode") {
+			t.Errorf("leaseq %q on a WAL file: exit %d, stderr:\n%s", args, r.code, r.stderr)
+		}
+		if !reflect.DeepEqual(dirState(t, filepath.Dir(path)), before) {
+			t.Fatalf("leaseq %q changed the WAL file's directory", args)
+		}
+	}
+}
