@@ -347,3 +347,13 @@ func TestFileReplacedNamed(t *testing.T) {
 		})
 	}
 }
+
+// TestMigrateInvalid: Migrate with a nil context or database is ErrInvalid.
+func TestMigrateInvalid(t *testing.T) {
+	db := openSQLite(t, sqliteEngine.fresh(t))
+	_, err := leaseq.Migrate(nil, db)
+	wantErrSays(t, err, leaseq.ErrInvalid, "ctx is nil")
+	_, err = leaseq.Migrate(context.Background(), nil)
+	wantErrSays(t, err, leaseq.ErrInvalid, "db is nil")
+	wantNoTables(t, sqliteEngine, db)
+}
