@@ -29,6 +29,9 @@ type engine interface {
 	// migrate creates the schema or upgrades an older one; safe when
 	// several processes or hosts do it at once.
 	migrate(ctx context.Context) error
+	// schemaVersion reads the database's schema version (0: none) without
+	// writing.
+	schemaVersion(ctx context.Context) (int, error)
 	// enqueue writes jobs at now, all or nothing. bad is the index of the
 	// job that failed (ErrDuplicate, or an error of its INSERT), else -1.
 	// one is a single Enqueue, which may share a transaction with other
@@ -137,10 +140,11 @@ type refusal struct {
 // package imports none of them).
 func openEngine(ctx context.Context, db *sql.DB) (engine, error) {
 	if _, ok := db.Driver().(*sqlite.Driver); ok {
-		if err := fileProblem(ctx, db); err != nil {
+		file, err := fileProblem(ctx, db)
+		if err != nil {
 			return nil, err
 		}
-		return openStore(db), nil
+		return openStore(db, file), nil
 	}
 	var version string
 	if err := db.QueryRowContext(ctx, "SELECT version()").Scan(&version); err != nil {

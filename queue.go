@@ -97,6 +97,16 @@ type Options struct {
 	// flush among the commits that arrive together; the option changes
 	// nothing there.
 	DisableGroupCommit bool
+	// ReadOnly makes a queue that never writes, for tools that only look
+	// (Get, Stats, List, Activity, Queues): New then neither creates nor
+	// upgrades the schema, and refuses with ErrInvalid a database whose
+	// schema version is not SchemaVersion, naming the version it found
+	// (an older one is upgraded by Migrate, or by a New without
+	// ReadOnly); every call that would write returns ErrInvalid before
+	// the database is touched. Open the database read-only too (see
+	// OpenReadOnly; on PostgreSQL, a session with
+	// default_transaction_read_only=on) to have the database enforce it.
+	ReadOnly bool
 }
 
 // DefaultName is the queue name used when Options.Name is "".
@@ -125,7 +135,8 @@ type Queue struct {
 // missing and upgrading one written by an earlier version (in one
 // transaction that keeps every job, token and attempt count). It is
 // idempotent and safe when several processes call it at once on one
-// database.
+// database. With [Options.ReadOnly] it writes nothing and refuses a schema
+// that is not current instead (see [Migrate]).
 //
 // db is a SQLite database opened with modernc.org/sqlite (see [Open]) or a
 // PostgreSQL database opened with any database/sql driver for it (pgx's
@@ -195,7 +206,12 @@ func New(ctx context.Context, db *sql.DB, opts Options) (*Queue, error) {
 			q.clock, q.serverClock = c, true
 		}
 	}
-	if err := e.migrate(ctx); err != nil {
+	if opts.ReadOnly {
+		err, q.e = checkSchema(ctx, e), readOnlyEngine{e}
+	} else {
+		err = e.migrate(ctx)
+	}
+	if err != nil {
 		q.Close()
 		return nil, opError("new", job(opts.Name), err)
 	}
@@ -222,19 +238,16 @@ func optionsProblem(opts Options) string {
 
 // fileProblem refuses a database that is not a file: SQLite gives each
 // pooled connection of an in-memory or temporary database its own empty
-// one, so a queue on it would lose its jobs between two calls.
-func fileProblem(ctx context.Context, db *sql.DB) error {
-	var file string
-	err := retryBusy(ctx, func() error {
+// one, so a queue on it would lose its jobs between two calls. It returns
+// the file's path.
+func fileProblem(ctx context.Context, db *sql.DB) (file string, err error) {
+	err = retryBusy(ctx, func() error {
 		return db.QueryRowContext(ctx, "SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&file)
 	})
-	switch {
-	case err != nil:
-		return err
-	case file == "":
-		return invalid("the database is in memory or temporary, not a file; each pooled connection would see its own")
+	if err == nil && file == "" {
+		err = invalid("the database is in memory or temporary, not a file; each pooled connection would see its own")
 	}
-	return nil
+	return file, err
 }
 
 // Name returns the queue's name.

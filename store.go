@@ -15,7 +15,8 @@ import (
 // four named queues on one database would be far slower together than one.
 // Sharing makes them as fast together as one queue.
 type store struct {
-	dbh *sql.DB
+	dbh  *sql.DB
+	file string // the database file's path, as SQLite resolved it
 	// writer lets one write transaction run at a time; see asWriter.
 	writer chan struct{}
 	// wc is the pinned write connection, guarded by writer; see writeConn.
@@ -65,12 +66,12 @@ var (
 
 // openStore returns db's store, making it if this is the first open Queue on
 // db.
-func openStore(db *sql.DB) *store {
+func openStore(db *sql.DB, file string) *store {
 	storesMu.Lock()
 	defer storesMu.Unlock()
 	s := stores[db]
 	if s == nil {
-		s = &store{dbh: db, writer: make(chan struct{}, 1), writeIdle: writeConnIdle}
+		s = &store{dbh: db, file: file, writer: make(chan struct{}, 1), writeIdle: writeConnIdle}
 		stores[db] = s
 	}
 	s.queues++

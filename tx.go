@@ -116,7 +116,7 @@ func (s *store) asWriter(ctx context.Context, do func() error) error {
 func (s *store) immediate(ctx context.Context, wc *writeConn, fn txFunc) error {
 	err := wc.transaction(ctx, fn)
 	s.afterTx(wc)
-	return err
+	return s.fileGone(err)
 }
 
 // afterTx keeps wc pinned for the next transaction, or gives it back. A

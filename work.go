@@ -146,6 +146,9 @@ func (q *Queue) Work(ctx context.Context, opts WorkerOptions, h Handler) error {
 	if why == "" && h == nil {
 		why = "handler is nil"
 	}
+	if why == "" && q.ReadOnly() {
+		why = "the queue was opened read-only (Options.ReadOnly)"
+	}
 	if err := problem(why); err != nil {
 		return opError("work", as(opts.Owner), err)
 	}

@@ -13,6 +13,8 @@
 //
 // It is read-only unless [Options.AllowWrites] is set. Writes are POSTs,
 // refused when they come from another site ([http.CrossOriginProtection]).
+// Where browsers reach it at an address of its own, give it the host names
+// it answers to ([Options.Hosts]), so that DNS rebinding cannot reach it.
 package dashboard
 
 import (
@@ -20,9 +22,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/leaseq/leaseq"
 )
@@ -48,6 +53,17 @@ type Options struct {
 	// PayloadLimit is how many bytes of a job's payload its page shows;
 	// 0 means DefaultPayloadLimit.
 	PayloadLimit int
+	// Hosts are the host names (or IP addresses) the dashboard answers
+	// to, compared with the request's Host without its port and case; a
+	// request for any other host is answered 421 Misdirected Request,
+	// reads and writes alike. A dashboard a browser reaches at its own
+	// address (as leaseq serve's, on loopback) needs them: without them a
+	// web page the operator visits can reach it by DNS rebinding (its own
+	// name resolved to the dashboard's address), and read every page and,
+	// with AllowWrites, press the buttons, since to the browser that is
+	// the page's own origin. nil answers every host, for a dashboard
+	// mounted in a service that routes and authenticates by host itself.
+	Hosts []string
 	// Refresh is how often an open overview fetches its numbers and charts
 	// again, without reloading the page; 0 means DefaultRefresh, and a
 	// negative value turns it off.
@@ -108,7 +124,36 @@ func New(q *leaseq.Queue, opts Options) http.Handler {
 	mux.HandleFunc("/cancel", postOnly)
 	mux.Handle("GET /assets/", assetHandler())
 	mux.HandleFunc("/", d.notFound)
-	return securityHeaders(http.NewCrossOriginProtection().Handler(rooted(mux)))
+	return securityHeaders(hostCheck(opts.Hosts, http.NewCrossOriginProtection().Handler(rooted(mux))))
+}
+
+// hostCheck answers 421 to a request whose Host is not one of hosts (none:
+// every host is answered).
+func hostCheck(hosts []string, h http.Handler) http.Handler {
+	if len(hosts) == 0 {
+		return h
+	}
+	allowed := make(map[string]bool, len(hosts))
+	for _, host := range hosts {
+		allowed[hostName(host)] = true
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !allowed[hostName(r.Host)] {
+			http.Error(w, "this dashboard does not answer to the host "+strconv.Quote(cut(r.Host, 100)), http.StatusMisdirectedRequest)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// hostName is a Host header or a Hosts entry as they are compared: without
+// the port, the brackets of an IPv6 address and a final dot, in lower case.
+func hostName(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	return strings.ToLower(strings.TrimSuffix(host, "."))
 }
 
 // rooted gives the mux a path that starts with "/" when the prefix the
@@ -165,7 +210,25 @@ func (d *dashboard) fail(w http.ResponseWriter, r *http.Request, err error) {
 	default:
 		d.log.Error("dashboard", "method", r.Method, "path", r.URL.Path, "error", err)
 	}
-	d.render(w, r, code, "error", errorPage{Code: code, Status: http.StatusText(code), Message: err.Error()})
+	d.render(w, r, code, "error", errorPage{Code: code, Status: http.StatusText(code), Message: cut(err.Error(), maxMessage)})
+}
+
+// maxMessage is how many bytes of an error an error page shows: enough for
+// any message of the queue's, with the ID or value it names, while a value
+// of half a megabyte in the request is not echoed back whole.
+const maxMessage = 1024
+
+// cut shortens s to at most n bytes, at a character boundary, saying how
+// much it left out.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + fmt.Sprintf("… (%d more bytes)", len(s)-i)
 }
 
 // errNoPage is the error of a path the dashboard does not serve.

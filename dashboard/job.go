@@ -20,7 +20,7 @@ type jobPage struct {
 	List            string // the link back to the job's list
 }
 
-func (p jobPage) title() string { return p.Job.ID + " · " + p.Job.Queue }
+func (p jobPage) title() string { return shown(p.Job.ID) + " · " + shown(p.Job.Queue) }
 func (p jobPage) queue() string { return p.Job.Queue }
 
 // doneMessages are what the page says after a button worked, by the ?done=

@@ -36,9 +36,9 @@ type tab struct {
 
 func (p jobsPage) title() string {
 	if p.Status == "" {
-		return "All jobs · " + p.Queue
+		return "All jobs · " + shown(p.Queue)
 	}
-	return string(p.Status) + " jobs · " + p.Queue
+	return string(p.Status) + " jobs · " + shown(p.Queue)
 }
 
 func (p jobsPage) queue() string { return p.Queue }

@@ -17,7 +17,8 @@ var errNoQueue = errors.New("no such queue")
 // queueSet is every queue of the database the dashboard has opened: the
 // one it was given, and one leaseq.Queue per other name found in the
 // database, opened on first sight and kept, since opening one runs New's
-// schema check in a write transaction. Only names that exist are opened, so
+// schema check (in a write transaction, unless the given queue is
+// read-only: then the others are too). Only names that exist are opened, so
 // a request cannot make it open queues at will.
 type queueSet struct {
 	home  *leaseq.Queue
@@ -85,7 +86,7 @@ func (s *queueSet) openLocked(ctx context.Context, name string) (*leaseq.Queue, 
 	if q := s.open[name]; q != nil {
 		return q, nil
 	}
-	q, err := leaseq.New(ctx, s.db(), leaseq.Options{Name: name, Clock: s.clock})
+	q, err := leaseq.New(ctx, s.db(), leaseq.Options{Name: name, Clock: s.clock, ReadOnly: s.home.ReadOnly()})
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+	"unicode"
 
 	"github.com/leaseq/leaseq"
 )
@@ -100,6 +101,20 @@ var templateFuncs = template.FuncMap{
 	"reasonIs":   reasonIs,
 	"listReason": listReason,
 	"at":         func(now, t time.Time) moment { return moment{Now: now, T: t} },
+	"shown":      shown,
+}
+
+// shown is a name (an ID, a queue's, an owner's) as a page shows it: as it
+// is, or, when it holds a character that does not print (a control
+// character, say), Go-quoted with that character escaped, as the CLI shows
+// it, so that it is visible instead of reaching the page raw.
+func shown(s string) string {
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 // moment is an instant with the page's now, for the "when" template.

@@ -51,7 +51,9 @@ The commands that read a database take -db PATH|URL (default $LEASEQ_DB),
 -queue NAME (default: every queue), and -json for the output scripts read.
 Flags may come before or after the arguments; "--" ends them (for an ID
 that starts with "-"). Run "leaseq help COMMAND" for a command's flags and
-its JSON.
+its JSON. stats, list, show and serve without -writes open the database
+read-only. Only migrate creates or upgrades a schema: on one older or newer
+than this leaseq's, every other command exits 1 and says so.
 
 exit status: 0 success, 1 failure, 2 usage error. Failures are reported
 on stderr, naming the job and the reason.

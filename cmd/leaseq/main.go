@@ -8,6 +8,7 @@
 //	leaseq show    -db jobs.db order-7
 //	leaseq requeue -db jobs.db order-7 order-9
 //	leaseq purge   -db jobs.db -older-than 168h
+//	leaseq migrate -db jobs.db
 //	leaseq demo
 //
 // Run "leaseq help" for the commands and "leaseq help COMMAND" for one
@@ -50,6 +51,7 @@ func init() {
 		{"cancel", "ID...", "quarantine pending or leased jobs", cancelUsage, runCancel},
 		{"purge", "", "delete done or quarantined jobs older than a duration", purgeUsage, runPurge},
 		{"serve", "", "serve the dashboard over HTTP", serveUsage, runServe},
+		{"migrate", "", "create or upgrade the database's schema", migrateUsage, runMigrate},
 		{"demo", "", "play the lease timeline on a temporary database", demoUsage, runDemo},
 		{"help", "[COMMAND]", "show the commands, or one command's usage", helpUsage, runHelp},
 	}

@@ -87,7 +87,7 @@ func onEach(ctx context.Context, cmd, done string, f dbFlags, ids []string, stdo
 	if len(ids) == 0 {
 		return usageError{"want at least one job ID"}
 	}
-	s, err := openSession(ctx, f)
+	s, err := openSession(ctx, f, true)
 	if err != nil {
 		return err
 	}

@@ -62,7 +62,7 @@ func runPurge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	s, err := openSession(ctx, f)
+	s, err := openSession(ctx, f, true)
 	if err != nil {
 		return err
 	}

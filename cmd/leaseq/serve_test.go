@@ -171,41 +171,12 @@ func TestServeUsage(t *testing.T) {
 func TestServeListsOnlyQueuesThatExist(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, dbArg string, db *sql.DB) {
 		seedServeDB(t, db)
-		url := startServe(t, "serve", "-db", dbArg, "-addr", "127.0.0.1:0")
-		resp, err := (&http.Client{Timeout: waitLimit}).Get(url)
-		if err != nil {
-			t.Fatal(err)
+		code, body := startServe(t, dbArg).request(t, http.MethodGet, "", "", nil, nil)
+		if code != http.StatusOK || !strings.Contains(body, `<tr data-queue="orders">`) {
+			t.Fatalf("GET /: %d, no row of queue orders:\n%s", code, body)
 		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if !strings.Contains(string(body), `<tr data-queue="orders">`) {
-			t.Fatalf("GET %s: %s, no row of queue orders:\n%s", url, resp.Status, body)
-		}
-		if strings.Contains(string(body), "queue=default") || strings.Contains(string(body), `data-queue="default"`) {
+		if strings.Contains(body, "queue=default") || strings.Contains(body, `data-queue="default"`) {
 			t.Errorf("the overview shows a queue \"default\" that the database does not hold:\n%s", body)
 		}
 	})
-}
-
-// startServe starts the built binary with args and returns the URL it
-// serves on; the process is killed when the test ends.
-func startServe(t *testing.T, args ...string) string {
-	t.Helper()
-	cmd := exec.Command(binary, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-	})
-	return servedURL(t, stdout, exited, &stderr)
 }

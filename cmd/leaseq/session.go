@@ -11,7 +11,8 @@ import (
 	"strings"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver for PostgreSQL URLs
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/leaseq/leaseq"
 )
@@ -24,6 +25,7 @@ const connectTimeout = 10 * time.Second
 // instant its output is relative to.
 type session struct {
 	db     *sql.DB
+	writes bool         // false: the database is opened read-only, and so are the queues
 	clock  leaseq.Clock // nil: the queue's own (see nowFromEnv)
 	now    time.Time    // what times are shown relative to
 	only   string       // -queue, or "" for every queue
@@ -31,18 +33,45 @@ type session struct {
 	queues map[string]*leaseq.Queue
 }
 
-// openSession opens the database f names and checks that it holds
-// leaseq's jobs.
-func openSession(ctx context.Context, f dbFlags) (*session, error) {
+// openSession opens the database f names, read-only unless writes is set,
+// and checks that it holds leaseq's jobs in the schema this leaseq writes.
+// No command but migrate upgrades a schema: an older one is refused,
+// naming the command that upgrades it, so that a service still running
+// the release that wrote it is not locked out by an operator's look.
+func openSession(ctx context.Context, f dbFlags, writes bool) (*session, error) {
 	clock, now, err := nowFromEnv()
 	if err != nil {
 		return nil, err
 	}
-	db, err := openDB(ctx, f.db)
+	db, err := openDB(ctx, f.db, writes)
 	if err != nil {
 		return nil, err
 	}
-	return &session{db: db, clock: clock, now: now, only: f.queue, queues: map[string]*leaseq.Queue{}}, nil
+	s := &session{db: db, writes: writes, clock: clock, now: now, only: f.queue, queues: map[string]*leaseq.Queue{}}
+	if err := s.schemaCurrent(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("database %s: %s", shown(f.db), reason(err))
+	}
+	return s, nil
+}
+
+// schemaCurrent refuses a database without leaseq's table before
+// leaseq.New would create one in it (an operator's tool pointed at the
+// wrong database should say so, not write to it), and one whose schema is
+// older or newer than this leaseq's: a read-only queue checks it without
+// writing.
+func (s *session) schemaCurrent(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	var n int
+	if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM leaseq_jobs WHERE 1 = 0").Scan(&n); err != nil {
+		return fmt.Errorf("not a leaseq database (reading its table leaseq_jobs: %v)", err)
+	}
+	q, err := leaseq.New(ctx, s.db, leaseq.Options{ReadOnly: true, Clock: s.clock})
+	if err != nil {
+		return err
+	}
+	return q.Close()
 }
 
 // nowFromEnv reads LEASEQ_NOW, an RFC 3339 instant that stands in for the
@@ -63,18 +92,19 @@ func nowFromEnv() (leaseq.Clock, time.Time, error) {
 }
 
 // openDB opens arg: a PostgreSQL URL, or the path of an existing SQLite
-// file. It never creates a database: a mistyped path would otherwise show
-// an empty queue and look like good news.
-func openDB(ctx context.Context, arg string) (*sql.DB, error) {
+// file, read-only unless writes is set. It never creates a database: a
+// mistyped path would otherwise show an empty queue and look like good
+// news.
+func openDB(ctx context.Context, arg string, writes bool) (*sql.DB, error) {
 	if arg == "" {
 		return nil, usageError{"no database: give -db PATH or -db URL, or set LEASEQ_DB"}
 	}
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	if isPostgresURL(arg) {
-		return openPostgres(ctx, arg)
+		return openPostgres(ctx, arg, writes)
 	}
-	return openSQLite(ctx, arg)
+	return openSQLite(arg, writes)
 }
 
 // isPostgresURL reports whether arg names a PostgreSQL database rather than
@@ -83,40 +113,43 @@ func isPostgresURL(arg string) bool {
 	return strings.HasPrefix(arg, "postgres://") || strings.HasPrefix(arg, "postgresql://")
 }
 
-// redacted is target for printing: a URL without its password, or, for a
-// PostgreSQL URL that does not parse, no URL at all.
-func redacted(target string) string {
-	u, err := url.Parse(target)
-	switch {
-	case err != nil && isPostgresURL(target):
-		return "the PostgreSQL URL"
-	case err == nil && u.User != nil:
-		return u.Redacted()
+// openPostgres connects to the URL; unless writes is set, every
+// transaction of the session is read-only (default_transaction_read_only),
+// so the server itself refuses a write. Messages show the URL redacted
+// (see shown), and no secret of it.
+func openPostgres(ctx context.Context, rawURL string, writes bool) (*sql.DB, error) {
+	if _, err := url.Parse(rawURL); err != nil {
+		// Neither the URL nor the parser's message, which quotes it.
+		return nil, errors.New("database URL does not parse (it is not shown: it may hold a password); " +
+			"characters such as @ : / ? # % in a user name or password must be percent-encoded")
 	}
-	return target
-}
-
-// openPostgres connects to the URL. Messages show it without its password.
-func openPostgres(ctx context.Context, rawURL string) (*sql.DB, error) {
-	shown := redacted(rawURL)
-	db, err := sql.Open("pgx", rawURL)
-	if err == nil {
-		err = db.PingContext(ctx)
-	}
-	if err == nil {
-		err = schemaProblem(ctx, db)
-	}
+	db, err := connectPostgres(ctx, rawURL, writes)
 	if err != nil {
-		if db != nil {
-			db.Close()
-		}
-		return nil, fmt.Errorf("database %s: %s", shown, reason(err))
+		return nil, fmt.Errorf("database %s: %s", shown(rawURL), scrub(reason(err), rawURL))
 	}
 	return db, nil
 }
 
-// openSQLite opens the existing SQLite file at path.
-func openSQLite(ctx context.Context, path string) (*sql.DB, error) {
+// connectPostgres opens and pings the database at rawURL.
+func connectPostgres(ctx context.Context, rawURL string, writes bool) (*sql.DB, error) {
+	cfg, err := pgx.ParseConfig(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if !writes {
+		cfg.RuntimeParams["default_transaction_read_only"] = "on"
+	}
+	db := stdlib.OpenDB(*cfg)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// openSQLite opens the existing SQLite file at path; unless writes is set,
+// read-only (mode=ro), so that not a byte of the file changes.
+func openSQLite(path string, writes bool) (*sql.DB, error) {
 	st, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -126,26 +159,15 @@ func openSQLite(ctx context.Context, path string) (*sql.DB, error) {
 	case st.IsDir():
 		return nil, fmt.Errorf("database %q is a directory, not a SQLite file", path)
 	}
-	db, err := leaseq.Open(path)
+	open := leaseq.OpenReadOnly
+	if writes {
+		open = leaseq.Open
+	}
+	db, err := open(path)
 	if err != nil {
 		return nil, fmt.Errorf("database %q: %s", path, reason(err))
 	}
-	if err := schemaProblem(ctx, db); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("database %q: %s", path, reason(err))
-	}
 	return db, nil
-}
-
-// schemaProblem refuses a database without leaseq's table before
-// leaseq.New would create one in it: an operator's tool pointed at the
-// wrong database should say so, not write to it.
-func schemaProblem(ctx context.Context, db *sql.DB) error {
-	var n int
-	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM leaseq_jobs WHERE 1 = 0").Scan(&n); err != nil {
-		return fmt.Errorf("not a leaseq database (reading its table leaseq_jobs: %v)", err)
-	}
-	return nil
 }
 
 // Close closes the queues and the database.
@@ -161,7 +183,7 @@ func (s *session) queue(ctx context.Context, name string) (*leaseq.Queue, error)
 	if q, ok := s.queues[name]; ok {
 		return q, nil
 	}
-	q, err := leaseq.New(ctx, s.db, leaseq.Options{Name: name, Clock: s.clock})
+	q, err := leaseq.New(ctx, s.db, leaseq.Options{Name: name, Clock: s.clock, ReadOnly: !s.writes})
 	if err != nil {
 		return nil, fmt.Errorf("queue %q: %s", name, reason(err))
 	}

@@ -41,7 +41,7 @@ func runShow(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return usageError{fmt.Sprintf("want one job ID, got %d arguments", len(pos))}
 	}
 	id := pos[0]
-	s, err := openSession(ctx, f)
+	s, err := openSession(ctx, f, false)
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ func runStats(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s, err := openSession(ctx, f)
+	s, err := openSession(ctx, f, false)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -27,6 +28,10 @@ const chromium = "/usr/bin/chromium"
 // stepTimeout bounds every wait on the page: a page of this dashboard
 // renders in milliseconds, so a wait this long means it never will.
 const stepTimeout = 20 * time.Second
+
+// rebindName is an attacker's host name that the browser resolves to
+// 127.0.0.1, the dashboard's address (TestRebindingRefused).
+const rebindName = "rebind.evil.example"
 
 var shots = flag.String("shots", "", "save screenshots of the overview and of a job page in this directory")
 
@@ -72,8 +77,10 @@ func run(m *testing.M) int {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		// Every page is on 127.0.0.1; no host name may resolve, so
-		// nothing the browser does on its own leaves the machine.
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"),
+		// nothing the browser does on its own leaves the machine, except
+		// rebindName, which resolves to 127.0.0.1 as an attacker's name
+		// does after DNS rebinding.
+		chromedp.Flag("host-resolver-rules", "MAP "+rebindName+" 127.0.0.1, MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"),
 		chromedp.UserDataDir(filepath.Join(dir, "profile")),
 		chromedp.WindowSize(1280, 900),
 	)...)
@@ -97,6 +104,7 @@ type site struct {
 	q     *leaseq.Queue // "default"
 	mail  *leaseq.Queue
 	base  string // the dashboard's URL
+	port  int    // the port it is served on
 	tab   context.Context
 }
 
@@ -125,6 +133,7 @@ func newSite(t *testing.T, opts dashboard.Options) *site {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	s.base = srv.URL + "/ops/"
+	s.port = srv.Listener.Addr().(*net.TCPAddr).Port
 
 	tab, closeTab := chromedp.NewContext(browser, chromedp.WithListener(func(ev any) {
 		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
@@ -150,11 +159,11 @@ func (s *site) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 }
 
 // eval evaluates a JavaScript expression in the tab and returns its value.
-func eval[T any](s *site, expr string) T {
+func eval[T any](s *site, expr string, opts ...chromedp.EvaluateOption) T {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(s.tab, stepTimeout)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, opts...))
 	if err != nil {
 		s.t.Fatalf("evaluating %s: %v", expr, err)
 	}

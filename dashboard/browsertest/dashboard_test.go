@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -248,4 +249,30 @@ func (s *site) claimed(id string) leaseq.Claim {
 		s.t.Fatalf("Claim: %q %v %v, want %q", c.ID, ok, err, id)
 	}
 	return c
+}
+
+// TestRebindingRefused: a page at an attacker's name that resolves to the
+// dashboard's address (DNS rebinding) sees only the 421 of the host
+// check: the overview and a job's page are not shown, and a POST from that
+// page — same-origin to the browser, so cross-origin protection lets it
+// through — requeues nothing. The dashboard's own address still works.
+func TestRebindingRefused(t *testing.T) {
+	s := newSite(t, dashboard.Options{AllowWrites: true, Refresh: -1, Hosts: []string{"127.0.0.1", "localhost"}})
+	rebound := fmt.Sprintf("http://%s:%d/ops/", rebindName, s.port)
+	for _, ref := range []string{"", "job?" + url.Values{"queue": {"mail"}, "id": {scriptID}}.Encode()} {
+		s.do("open "+rebound+ref, chromedp.Navigate(rebound+ref), chromedp.WaitVisible(chromedp.CSS(`body`)))
+		body := eval[string](s, `document.body.innerText`)
+		if !strings.Contains(body, "does not answer to the host") || eval[int](s, `document.querySelectorAll("table, dl").length`) != 0 {
+			t.Fatalf("%s shows %q, want the host check's refusal", ref, body)
+		}
+	}
+	code := eval[int](s, fmt.Sprintf(`fetch("requeue", {method: "POST", body: new URLSearchParams({queue: "mail", id: %q})}).then(r => r.status)`, scriptID),
+		chromedp.EvalAwaitPromise)
+	if code != http.StatusMisdirectedRequest {
+		t.Errorf("the rebound page's POST: %d, want 421", code)
+	}
+	if st := s.status(s.mail, scriptID); st != leaseq.StatusQuarantined {
+		t.Fatalf("the rebound page's POST requeued the job: it is %s", st)
+	}
+	s.do("open the overview on its own address", chromedp.Navigate(s.base), chromedp.WaitVisible(chromedp.CSS(`tr[data-queue="default"]`)))
 }

@@ -1,0 +1,139 @@
+package leaseq
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// This file is Options.ReadOnly and Migrate: a queue that never writes, for
+// the tools that only look (the CLI's stats, list and show, a read-only
+// dashboard), and the schema upgrade as a step of its own, for deployments
+// that run migrations separately from the service.
+
+// errReadOnly is the cause of every write on a read-only queue.
+func errReadOnly() error {
+	return invalid("the queue was opened read-only (Options.ReadOnly)")
+}
+
+// readOnlyEngine is the engine of a Queue made with Options.ReadOnly: its
+// reads pass through, every write is refused before the database is
+// touched.
+type readOnlyEngine struct{ engine }
+
+func (readOnlyEngine) migrate(context.Context) error { return errReadOnly() }
+
+func (readOnlyEngine) enqueue(context.Context, *Queue, []Job, int64, bool) (int, error) {
+	return -1, errReadOnly()
+}
+
+func (readOnlyEngine) insert(context.Context, execer, *Queue, Job, int64) error {
+	return errReadOnly()
+}
+
+func (readOnlyEngine) claim(context.Context, *Queue, string, time.Duration, int, sharing) ([]Claim, error) {
+	return nil, errReadOnly()
+}
+
+func (readOnlyEngine) settle(context.Context, *Queue, []fenced, sharing) ([]settled, error) {
+	return nil, errReadOnly()
+}
+
+func (readOnlyEngine) operate(context.Context, *Queue, operation) (refusal, error) {
+	return refusal{}, errReadOnly()
+}
+
+func (readOnlyEngine) purgeChunk(context.Context, *Queue, Status, int64) (int, error) {
+	return 0, errReadOnly()
+}
+
+// ReadOnly reports whether the queue was made with [Options.ReadOnly].
+func (q *Queue) ReadOnly() bool {
+	_, ok := q.e.(readOnlyEngine)
+	return ok
+}
+
+// checkSchema refuses, for a read-only queue, a database whose schema is
+// not the one this package writes: a read-only queue upgrades nothing, and
+// an older schema lacks columns the reads need. On SQLite it also refuses a
+// journal mode the queue does not run in (rule 26), as a write would.
+func checkSchema(ctx context.Context, e engine) error {
+	if s, ok := e.(*store); ok {
+		why, err := retryBusyOnce(ctx, func() (string, error) { return journalProblem(ctx, s.dbh) })
+		if err != nil {
+			return err
+		}
+		if why != "" {
+			return invalid("%s", why)
+		}
+	}
+	v, err := e.schemaVersion(ctx)
+	switch {
+	case err != nil:
+		return fmt.Errorf("reading the schema version: %w", err)
+	case v == 0:
+		return invalid("the database has no leaseq schema (version 0); a read-only queue creates none: run Migrate (the command: leaseq migrate)")
+	case v < SchemaVersion:
+		return invalid("database schema version is %d, older than this leaseq's %d; a read-only queue does not upgrade it: run Migrate (the command: leaseq migrate)", v, SchemaVersion)
+	case v > SchemaVersion:
+		return invalid("database schema version is %d, this leaseq knows version %d and older", v, SchemaVersion)
+	}
+	return nil
+}
+
+// Migrate creates leaseq's schema in db if it is missing, or upgrades one
+// written by an earlier version (in one transaction that keeps every job,
+// token and attempt count), as [New] does, and returns the version the
+// database had before: 0 for none, [SchemaVersion] when there was nothing
+// to do. A schema newer than SchemaVersion is refused with [ErrInvalid].
+// It is for deployments that upgrade as a step of their own, before
+// starting services whose queues are made with [Options.ReadOnly] or by an
+// older release; New without ReadOnly migrates by itself. Like New, it is
+// safe when several processes call it at once.
+func Migrate(ctx context.Context, db *sql.DB) (from int, err error) {
+	switch {
+	case ctx == nil:
+		return 0, opError("migrate", "", invalid("ctx is nil"))
+	case db == nil:
+		return 0, opError("migrate", "", invalid("db is nil"))
+	}
+	e, err := openEngine(ctx, db)
+	if err != nil {
+		return 0, opError("migrate", "", err)
+	}
+	defer e.release()
+	from, err = e.schemaVersion(ctx)
+	if err == nil {
+		err = e.migrate(ctx)
+	}
+	if err != nil {
+		return 0, opError("migrate", "", err)
+	}
+	return from, nil
+}
+
+// schemaVersion reads the schema version of a SQLite database (PRAGMA
+// user_version; 0 for none).
+func (s *store) schemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.read(ctx, func(db execer) error {
+		return db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
+	})
+	return v, err
+}
+
+// schemaVersion reads the schema version of a PostgreSQL database (the row
+// of leaseq_schema; 0 when the table does not exist), without DDL.
+func (e *pgEngine) schemaVersion(ctx context.Context) (int, error) {
+	// Two statements: a query naming a table that does not exist fails
+	// when it is parsed, whatever a CASE around it would evaluate.
+	var exists bool
+	err := e.dbh.QueryRowContext(ctx, "SELECT to_regclass('leaseq_schema') IS NOT NULL").Scan(&exists)
+	if err != nil || !exists {
+		return 0, err
+	}
+	var v int
+	err = e.dbh.QueryRowContext(ctx, "SELECT coalesce(max(version), 0) FROM leaseq_schema").Scan(&v)
+	return v, err
+}
