@@ -123,17 +123,8 @@ func (s *store) schemaVersion(ctx context.Context) (int, error) {
 	return v, err
 }
 
-// schemaVersion reads the schema version of a PostgreSQL database (the row
-// of leaseq_schema; 0 when the table does not exist), without DDL.
+// schemaVersion reads the schema version of a PostgreSQL database (0 when
+// there is none), without DDL.
 func (e *pgEngine) schemaVersion(ctx context.Context) (int, error) {
-	// Two statements: a query naming a table that does not exist fails
-	// when it is parsed, whatever a CASE around it would evaluate.
-	var exists bool
-	err := e.dbh.QueryRowContext(ctx, "SELECT to_regclass('leaseq_schema') IS NOT NULL").Scan(&exists)
-	if err != nil || !exists {
-		return 0, err
-	}
-	var v int
-	err = e.dbh.QueryRowContext(ctx, "SELECT coalesce(max(version), 0) FROM leaseq_schema").Scan(&v)
-	return v, err
+	return pgSchemaVersion(ctx, pgDB{e.dbh})
 }
