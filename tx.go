@@ -136,22 +136,88 @@ func (wc *writeConn) transaction(ctx context.Context, fn txFunc) error {
 		// A BEGIN interrupted by ctx may still have taken effect.
 		return wc.abort(err)
 	}
-	err := fn(ctx, wc)
+	before, err := changeCounter(ctx, wc)
 	if err == nil {
-		err = ctx.Err()
+		err = fn(ctx, wc)
 	}
 	if err == nil {
-		// COMMIT runs on a context that cannot be cancelled. Interrupting a
-		// COMMIT leaves the caller unable to tell whether it took effect; a
-		// transaction that got this far should finish. Its wait for readers
-		// to leave is bounded by the busy timeout (none on a plain DSN, so
-		// BUSY comes back at once and retryBusy consults ctx).
-		_, err = wc.conn.ExecContext(context.WithoutCancel(ctx), "COMMIT")
+		err = ctx.Err()
 	}
 	if err != nil {
 		return wc.abort(err)
 	}
-	return nil
+	// COMMIT runs on a context that cannot be cancelled. Interrupting a
+	// COMMIT leaves the caller unable to tell whether it took effect; a
+	// transaction that got this far should finish. Its wait for readers to
+	// leave is bounded by the busy timeout (none on a plain DSN, so BUSY
+	// comes back at once and retryBusy consults ctx).
+	_, err = wc.conn.ExecContext(context.WithoutCancel(ctx), "COMMIT")
+	switch {
+	case err == nil:
+		return nil
+	case isBusy(err):
+		// Nothing was written: the transaction is still open, and waits
+		// for readers to leave. Roll back and let retryBusy try again.
+		return wc.abort(err)
+	}
+	return wc.afterFailedCommit(ctx, before, wc.abort(err))
+}
+
+// A COMMIT that fails with anything but SQLITE_BUSY may have committed. In
+// DELETE journal mode the commit point is the journal's deletion: when
+// someone else deleted the journal first, COMMIT fails with
+// SQLITE_IOERR_DELETE_NOENT, "disk I/O error (5898)", for a transaction that
+// is in the file and will stay there. Other I/O errors past the point where
+// the file was written (an unlock, a journal that could not be truncated or
+// zeroed) leave a hot journal that the next reader rolls back, or not. A
+// caller told "failed" about a transaction that committed would enqueue a
+// duplicate, or leave a claim leased that nobody holds. So the answer comes
+// from the file: the change counter in its header (bytes 24–27), which
+// every committed write transaction advances, read once the transaction has
+// begun and again after the failure. The read after it runs hot-journal
+// recovery first, so it sees what every later reader will see.
+//
+// What the counter cannot tell apart: another process committing between
+// the failed COMMIT (which released the lock) and the read back. The read
+// runs at once, so that window is a few microseconds in which the other
+// process would have to take the lock, write and fsync its whole
+// transaction.
+
+// changeCounterSQL reads the file change counter, through SQLite's pager so
+// that it is read under the connection's lock.
+const changeCounterSQL = "SELECT substr(data, 25, 4) FROM sqlite_dbpage WHERE pgno = 1"
+
+// commitCheckWait bounds how long a failed COMMIT's outcome is looked for,
+// whatever the caller's context says: the answer decides whether the
+// caller's call took effect.
+const commitCheckWait = 5 * time.Second
+
+// changeCounter reads the file change counter on db.
+func changeCounter(ctx context.Context, db execer) (string, error) {
+	var c []byte
+	err := db.QueryRowContext(ctx, changeCounterSQL).Scan(&c)
+	return string(c), err
+}
+
+// afterFailedCommit decides the outcome of a transaction whose COMMIT failed
+// with cause, given the change counter read after its BEGIN: nil if the
+// file shows it committed, cause if it shows it did not, and an error saying
+// that the outcome is unknown if the file cannot be read.
+func (wc *writeConn) afterFailedCommit(ctx context.Context, before string, cause error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitCheckWait)
+	defer cancel()
+	var db execer = wc
+	if wc.broken {
+		db = wc.pool
+	}
+	after, err := retryBusyOnce(ctx, func() (string, error) { return changeCounter(ctx, db) })
+	switch {
+	case err != nil:
+		return fmt.Errorf("commit failed (%w), and whether it took effect could not be read back: %v", cause, err)
+	case after != before:
+		return nil
+	}
+	return cause
 }
 
 // writeConn is the connection a Queue's write transactions run on, with the
@@ -170,6 +236,7 @@ func (wc *writeConn) transaction(ctx context.Context, fn txFunc) error {
 // wait for. Only the holder of the writer's turn touches a writeConn.
 type writeConn struct {
 	conn  *sql.Conn
+	pool  *sql.DB // conn's, for reads once conn is thrown away
 	stmts map[string]*sql.Stmt
 	used  time.Time   // when the last transaction on it ended
 	idle  *time.Timer // gives the connection back after writeConnIdle unused
@@ -212,7 +279,7 @@ func (s *store) writeConn(ctx context.Context) (*writeConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	wc := &writeConn{conn: conn}
+	wc := &writeConn{conn: conn, pool: s.dbh}
 	why, err := retryBusyOnce(ctx, func() (string, error) { return journalProblem(ctx, wc) })
 	if err == nil && why != "" {
 		err = fmt.Errorf("%s: %w", why, ErrInvalid)
