@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -173,15 +174,19 @@ func (wc *writeConn) transaction(ctx context.Context, fn txFunc) error {
 // caller told "failed" about a transaction that committed would enqueue a
 // duplicate, or leave a claim leased that nobody holds. So the answer comes
 // from the file: the change counter in its header (bytes 24–27), which
-// every committed write transaction advances, read once the transaction has
-// begun and again after the failure. The read after it runs hot-journal
-// recovery first, so it sees what every later reader will see.
+// every committed write transaction advances by one, read once the
+// transaction has begun and again after the failure. The read after it
+// runs hot-journal recovery first, so it sees what every later reader will
+// see.
 //
-// What the counter cannot tell apart: another process committing between
-// the failed COMMIT (which released the lock) and the read back. The read
-// runs at once, so that window is a few microseconds in which the other
-// process would have to take the lock, write and fsync its whole
-// transaction.
+// The failed COMMIT released the lock, so another process may commit before
+// the read back. A counter that moved by one is then either this
+// transaction or that one; it is taken for this one (the read runs at once:
+// the other process would have had to take the lock, write and sync its
+// whole transaction in those microseconds), and for SQLITE_IOERR_DELETE_NOENT
+// it is certain, as the file was written and synced before the journal was
+// found gone. A counter that moved by more, after any other error, is
+// reported as an unknown outcome.
 
 // changeCounterSQL reads the file change counter, through SQLite's pager so
 // that it is read under the connection's lock.
@@ -193,31 +198,41 @@ const changeCounterSQL = "SELECT substr(data, 25, 4) FROM sqlite_dbpage WHERE pg
 const commitCheckWait = 5 * time.Second
 
 // changeCounter reads the file change counter on db.
-func changeCounter(ctx context.Context, db execer) (string, error) {
+func changeCounter(ctx context.Context, db execer) (uint32, error) {
 	var c []byte
-	err := db.QueryRowContext(ctx, changeCounterSQL).Scan(&c)
-	return string(c), err
+	if err := db.QueryRowContext(ctx, changeCounterSQL).Scan(&c); err != nil {
+		return 0, err
+	}
+	if len(c) != 4 {
+		return 0, fmt.Errorf("the file change counter is %d bytes, not 4", len(c))
+	}
+	return binary.BigEndian.Uint32(c), nil
 }
 
 // afterFailedCommit decides the outcome of a transaction whose COMMIT failed
 // with cause, given the change counter read after its BEGIN: nil if the
-// file shows it committed, cause if it shows it did not, and an error saying
-// that the outcome is unknown if the file cannot be read.
-func (wc *writeConn) afterFailedCommit(ctx context.Context, before string, cause error) error {
+// file shows it committed, cause if it shows it did not, and an error
+// saying that the outcome is unknown if the file cannot tell.
+func (wc *writeConn) afterFailedCommit(ctx context.Context, before uint32, cause error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitCheckWait)
 	defer cancel()
 	var db execer = wc
 	if wc.broken {
 		db = wc.pool
 	}
-	after, err := retryBusyOnce(ctx, func() (string, error) { return changeCounter(ctx, db) })
-	switch {
-	case err != nil:
+	after, err := retryBusyOnce(ctx, func() (uint32, error) { return changeCounter(ctx, db) })
+	if err != nil {
 		return fmt.Errorf("commit failed (%w), and whether it took effect could not be read back: %v", cause, err)
-	case after != before:
-		return nil
 	}
-	return cause
+	switch moved := after - before; {
+	case moved == 0:
+		return cause
+	case moved == 1 || isCode(cause, sqlite3.SQLITE_IOERR_DELETE_NOENT):
+		return nil
+	default:
+		return fmt.Errorf("commit failed (%w), and whether it took effect is unknown: the file counts %d commits since it began, so other writers committed too",
+			cause, moved)
+	}
 }
 
 // writeConn is the connection a Queue's write transactions run on, with the
