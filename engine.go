@@ -43,7 +43,7 @@ type engine interface {
 	// foreign says why tx, a caller's transaction (EnqueueTx), is not on
 	// the engine's database, or "" when it is or the engine cannot tell.
 	// It runs one cheap read on tx.
-	foreign(ctx context.Context, tx execer) (why string, err error)
+	foreign(ctx context.Context, tx *sql.Tx) (why string, err error)
 	// claim leases up to max claimable jobs to owner (rules 1, 6 and 39):
 	// none, and a nil error, when nothing is claimable.
 	claim(ctx context.Context, q *Queue, owner string, lease time.Duration, max int, share sharing) ([]Claim, error)

@@ -72,9 +72,9 @@ func (q *Queue) EnqueueBatch(ctx context.Context, jobs []Job) error {
 // A transaction on another database is refused with [ErrInvalid], and
 // nothing is written in either, at the cost of one read on tx: on SQLite,
 // one whose main database is another file (the queue's file reached by
-// another path is the queue's); on PostgreSQL, one on another server (by
-// system identifier and start time) or database, or whose search_path
-// finds another leaseq_jobs table. What it cannot tell, on SQLite, is a
+// another path is the queue's); on PostgreSQL, one on another server (told
+// by its start time) or database, or whose search_path finds another
+// leaseq_jobs table. What it cannot tell, on SQLite, is a
 // TEMP table named leaseq_jobs on tx's connection, which would take the
 // jobs instead of the file's.
 //
@@ -267,8 +267,8 @@ func (s *store) identify(ctx context.Context) error {
 // (absolute, symbolic links resolved), and if the names differ, as files,
 // so that a hard link or another mount of the same file is the same
 // database.
-func (s *store) foreign(ctx context.Context, tx execer) (string, error) {
-	file, err := mainFile(ctx, tx)
+func (s *store) foreign(ctx context.Context, tx *sql.Tx) (string, error) {
+	file, err := s.txMainFile(ctx, tx)
 	if err != nil {
 		return "", err
 	}
@@ -282,6 +282,23 @@ func (s *store) foreign(ctx context.Context, tx execer) (string, error) {
 	return fmt.Sprintf("tx is a transaction on %q, not on the queue's database %q", file, own), nil
 }
 
+// txMainFile is mainFile on tx. On a tx of the queue's own *sql.DB, the
+// usual case, the statement prepared on the pool runs, prepared once per
+// connection (parsing it would cost more than running it); on a tx of
+// another *sql.DB, which database/sql refuses it for, the query runs
+// unprepared.
+func (s *store) txMainFile(ctx context.Context, tx *sql.Tx) (string, error) {
+	if st, err := s.readStmt(ctx, mainFileSQL); err == nil {
+		ts := tx.StmtContext(ctx, st)
+		defer ts.Close()
+		var file string
+		if err := ts.QueryRowContext(ctx).Scan(&file); err == nil {
+			return file, nil
+		}
+	}
+	return mainFile(ctx, tx)
+}
+
 // sameFile reports whether paths a and b name one file.
 func sameFile(a, b string) bool {
 	if a == "" || b == "" {
@@ -292,13 +309,16 @@ func sameFile(a, b string) bool {
 	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
-// pgIdentitySQL identifies a PostgreSQL database: its server's system
-// identifier (set when the cluster was created, shared only by its physical
-// copies) and start time (as seconds, whatever the session's time zone), the
-// database's OID within it, and the leaseq_jobs table the search_path finds
-// (0 if none); and the database's name. Every role may read them.
-const pgIdentitySQL = `SELECT concat_ws('/', (SELECT system_identifier FROM pg_control_system()),
-    extract(epoch FROM pg_postmaster_start_time()), d.oid, coalesce(to_regclass('leaseq_jobs')::oid, 0)), d.datname
+// pgIdentitySQL identifies a PostgreSQL database: its server's start time
+// (as seconds, to the microsecond, whatever the session's time zone), which
+// two servers share only if started in the same microsecond; the
+// database's OID on that server; and the leaseq_jobs table the search_path
+// finds (0 if none); and the database's name. Every role may read them.
+// (The system identifier would add a read of the control file, about a
+// third of the query's time on the server, to tell apart only copies of one
+// server started in the same microsecond.)
+const pgIdentitySQL = `SELECT concat_ws('/', extract(epoch FROM pg_postmaster_start_time()), d.oid,
+    coalesce(to_regclass('leaseq_jobs')::oid, 0)), d.datname
 FROM pg_database d WHERE d.datname = current_database()`
 
 // pgIdentity is the identity of db's database.
@@ -316,7 +336,7 @@ func (e *pgEngine) identify(ctx context.Context) error {
 // foreign compares tx's database with the queue's. On a difference it reads
 // the queue's again first: after a restart of the server, or a database
 // restored or recreated under its name since New, it is still the queue's.
-func (e *pgEngine) foreign(ctx context.Context, tx execer) (string, error) {
+func (e *pgEngine) foreign(ctx context.Context, tx *sql.Tx) (string, error) {
 	theirs, err := pgIdentity(ctx, tx)
 	if err != nil {
 		return "", err
@@ -330,6 +350,6 @@ func (e *pgEngine) foreign(ctx context.Context, tx execer) (string, error) {
 	if own.id == theirs.id {
 		return "", nil
 	}
-	return fmt.Sprintf("tx is a transaction on database %q (system/start/database/leaseq_jobs %s), not on the queue's %q (%s)",
+	return fmt.Sprintf("tx is a transaction on database %q (server start/database/leaseq_jobs %s), not on the queue's %q (%s)",
 		theirs.name, theirs.id, own.name, own.id), nil
 }

@@ -163,9 +163,9 @@ func TestEnqueueTxOtherSchema(t *testing.T) {
 	}
 }
 
-// TestEnqueueTxPlainRole: on PostgreSQL the check reads the server's system
-// identifier, which a role without any special privilege may read: a queue
-// and a transaction of such a role work, and another database is refused.
+// TestEnqueueTxPlainRole: on PostgreSQL the check reads what a role without
+// any special privilege may read: a queue and a transaction of such a role
+// work, and another database is refused.
 func TestEnqueueTxPlainRole(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, postgresEngine, leaseq.Options{})
