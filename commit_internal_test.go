@@ -121,3 +121,44 @@ func failedCommit(t *testing.T, s *store, path, end string, others int, broken s
 	}
 	return answer
 }
+
+// TestAfterFailedCommitEmptyFile: the first transaction on an empty file,
+// rolled back, leaves a file with no page 1 to read the counter from; that
+// is "not committed", not an unknown outcome.
+func TestAfterFailedCommitEmptyFile(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "empty.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s := openStore(db)
+	defer s.release()
+	cause := errors.New("disk I/O error (10)")
+	err = s.asWriter(ctx, func() error {
+		wc, err := s.writeConn(ctx)
+		if err != nil {
+			return err
+		}
+		defer s.afterTx(wc)
+		if _, err := wc.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+			return err
+		}
+		before, err := changeCounter(ctx, wc)
+		if err != nil {
+			return err
+		}
+		for _, stmt := range []string{"CREATE TABLE t (n INTEGER)", "ROLLBACK"} {
+			if _, err := wc.conn.ExecContext(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		if got := wc.afterFailedCommit(ctx, before, cause); got != cause {
+			return fmt.Errorf("got %v, want the COMMIT's error", got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

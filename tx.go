@@ -197,10 +197,15 @@ const changeCounterSQL = "SELECT substr(data, 25, 4) FROM sqlite_dbpage WHERE pg
 // caller's call took effect.
 const commitCheckWait = 5 * time.Second
 
-// changeCounter reads the file change counter on db.
+// changeCounter reads the file change counter on db. An empty file has no
+// page 1 outside a write transaction: nothing was committed to it yet.
 func changeCounter(ctx context.Context, db execer) (uint32, error) {
 	var c []byte
-	if err := db.QueryRowContext(ctx, changeCounterSQL).Scan(&c); err != nil {
+	err := db.QueryRowContext(ctx, changeCounterSQL).Scan(&c)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, nil
+	case err != nil:
 		return 0, err
 	}
 	if len(c) != 4 {
