@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -55,7 +56,7 @@ func TestAfterFailedCommit(t *testing.T) {
 			switch {
 			case c.want == "" && got != nil, c.want == "cause" && got != c.cause:
 				t.Fatalf("got %v, want %s", got, c.want)
-			case c.want != "" && c.want != "cause" && (!errors.Is(got, c.cause) || !strings.Contains(got.Error(), c.want)):
+			case c.want != "" && c.want != "cause" && (!errors.Is(got, c.cause) || !errors.Is(got, errCommitUnknown) || !strings.Contains(got.Error(), c.want)):
 				t.Fatalf("got %v, want the COMMIT's error saying %q", got, c.want)
 			}
 		})
@@ -160,5 +161,46 @@ func TestAfterFailedCommitEmptyFile(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReleaseUnknown: after a claim transaction whose outcome the file
+// could not tell, its claims are released through the fence: one that did
+// commit goes back to pending, one that did not (its token is not the
+// row's) changes nothing.
+func TestReleaseUnknown(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(filepath.Join(t.TempDir(), "q.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	q, err := New(ctx, db, Options{Clock: NewManualClock(time.Unix(1e9, 0))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	for _, id := range []string{"committed", "not-committed"} {
+		if err := q.Enqueue(ctx, Job{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, ok, err := q.Claim(ctx, "w", time.Minute)
+	if err != nil || !ok || c.ID != "committed" {
+		t.Fatalf("Claim: %+v, %v, %v", c, ok, err)
+	}
+	never := Claim{ID: "not-committed", Owner: "w", Token: 1, LeaseUntil: c.LeaseUntil}
+	q.e.(*store).releaseUnknown(ctx, q, []Claim{c, never})
+	for id, want := range map[string]string{
+		"committed":     "pending token=1 attempts=1 reason=released: the claim's commit failed, and whether it took effect was unknown",
+		"not-committed": "pending token=0 attempts=0 reason=",
+	} {
+		s, err := q.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprintf("%s token=%d attempts=%d reason=%s", s.Status, s.Token, s.Attempts, s.Reason); got != want {
+			t.Errorf("%s: %s, want %s", id, got, want)
+		}
 	}
 }

@@ -188,6 +188,10 @@ func (wc *writeConn) transaction(ctx context.Context, fn txFunc) error {
 // found gone. A counter that moved by more, after any other error, is
 // reported as an unknown outcome.
 
+// errCommitUnknown is wrapped by the error of a transaction whose COMMIT
+// failed and whose outcome the file could not tell.
+var errCommitUnknown = errors.New("whether it took effect is unknown")
+
 // changeCounterSQL reads the file change counter, through SQLite's pager so
 // that it is read under the connection's lock.
 const changeCounterSQL = "SELECT substr(data, 25, 4) FROM sqlite_dbpage WHERE pgno = 1"
@@ -227,7 +231,7 @@ func (wc *writeConn) afterFailedCommit(ctx context.Context, before uint32, cause
 	}
 	after, err := retryBusyOnce(ctx, func() (uint32, error) { return changeCounter(ctx, db) })
 	if err != nil {
-		return fmt.Errorf("commit failed (%w), and whether it took effect could not be read back: %v", cause, err)
+		return fmt.Errorf("commit failed (%w), and %w: the file could not be read back: %v", cause, errCommitUnknown, err)
 	}
 	switch moved := after - before; {
 	case moved == 0:
@@ -235,8 +239,8 @@ func (wc *writeConn) afterFailedCommit(ctx context.Context, before uint32, cause
 	case moved == 1 || isCode(cause, sqlite3.SQLITE_IOERR_DELETE_NOENT):
 		return nil
 	default:
-		return fmt.Errorf("commit failed (%w), and whether it took effect is unknown: the file counts %d commits since it began, so other writers committed too",
-			cause, moved)
+		return fmt.Errorf("commit failed (%w), and %w: the file counts %d commits since it began, so other writers committed too",
+			cause, errCommitUnknown, moved)
 	}
 }
 
