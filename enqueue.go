@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 
+	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
@@ -69,8 +70,9 @@ func (q *Queue) EnqueueBatch(ctx context.Context, jobs []Job) error {
 // time, and the check that a deadline is still ahead, are the queue's clock
 // at the call.
 //
-// A transaction on another database is refused with [ErrInvalid], and
-// nothing is written in either, at the cost of one read on tx: on SQLite,
+// A transaction on another database, of either engine, is refused with
+// [ErrInvalid], and nothing is written in either, at the cost of one read
+// on tx: on SQLite,
 // one whose main database is another file (the queue's file reached by
 // another path is the queue's); on PostgreSQL, one on another server (told
 // by its start time) or database, or whose search_path finds another
@@ -269,7 +271,11 @@ func (s *store) identify(ctx context.Context) error {
 // database.
 func (s *store) foreign(ctx context.Context, tx *sql.Tx) (string, error) {
 	file, err := s.txMainFile(ctx, tx)
-	if err != nil {
+	var se *sqlite.Error
+	switch {
+	case err != nil && !errors.As(err, &se) && !errors.Is(err, sql.ErrTxDone) && ctx.Err() == nil:
+		return fmt.Sprintf("tx is not on the queue's database %q: it is not a SQLite transaction (%v)", s.ident.kept().name, err), nil
+	case err != nil:
 		return "", err
 	}
 	own := s.ident.kept().id
@@ -338,7 +344,11 @@ func (e *pgEngine) identify(ctx context.Context) error {
 // restored or recreated under its name since New, it is still the queue's.
 func (e *pgEngine) foreign(ctx context.Context, tx *sql.Tx) (string, error) {
 	theirs, err := pgIdentity(ctx, tx)
-	if err != nil {
+	var se *sqlite.Error
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("tx is not on the queue's database %q: it is a SQLite transaction", e.ident.kept().name), nil
+	case err != nil:
 		return "", err
 	}
 	own := e.ident.kept()

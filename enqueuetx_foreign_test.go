@@ -22,7 +22,13 @@ import (
 // tables.
 func otherDB(t *testing.T, f *fixture) *sql.DB {
 	t.Helper()
-	db := f.e.open(t, f.e.fresh(t))
+	return otherDBOf(t, f, f.e)
+}
+
+// otherDBOf is otherDB on engine e.
+func otherDBOf(t *testing.T, f *fixture, e testEngine) *sql.DB {
+	t.Helper()
+	db := e.open(t, e.fresh(t))
 	q, err := leaseq.New(f.ctx, db, leaseq.Options{Clock: f.clock})
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +54,7 @@ func refusedTx(t *testing.T, f *fixture, db *sql.DB, tx *sql.Tx) {
 	if !errors.Is(err, leaseq.ErrInvalid) || !strings.Contains(err.Error(), "not on the queue's") {
 		t.Fatalf("EnqueueTx with a transaction on another database: %v, want ErrInvalid saying so", err)
 	}
-	if _, err := tx.Exec(f.e.rebind("INSERT INTO orders VALUES (?1)"), "after"); err != nil {
+	if _, err := tx.Exec("INSERT INTO orders VALUES ('after')"); err != nil {
 		t.Fatalf("tx unusable after the refusal: %v", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -96,6 +102,11 @@ func TestEnqueueTxOtherDatabase(t *testing.T) {
 		f := newFixture(t, e, leaseq.Options{})
 		db := otherDB(t, f)
 		t.Run("another database", func(t *testing.T) { refusedTx(t, f, db, beginOn(t, db)) })
+		t.Run("another engine's", func(t *testing.T) {
+			other := map[string]testEngine{sqliteEngine.name: postgresEngine, postgresEngine.name: sqliteEngine}[e.name]
+			db := otherDBOf(t, f, other)
+			refusedTx(t, f, db, beginOn(t, db))
+		})
 		t.Run("the queue's", func(t *testing.T) { acceptedTx(t, f, beginOn(t, f.db), "ours") })
 		t.Run("the queue's, through another *sql.DB", func(t *testing.T) {
 			acceptedTx(t, f, beginOn(t, e.open(t, f.path)), "ours-too")
