@@ -72,11 +72,10 @@ func (q *Queue) EnqueueBatch(ctx context.Context, jobs []Job) error {
 //
 // A transaction on another database, of either engine, is refused with
 // [ErrInvalid], and nothing is written in either, at the cost of one read
-// on tx: on SQLite,
-// one whose main database is another file (the queue's file reached by
-// another path is the queue's); on PostgreSQL, one on another server (told
-// by its start time) or database, or whose search_path finds another
-// leaseq_jobs table. What it cannot tell, on SQLite, is a
+// on tx: on SQLite, one whose main database is another file (the queue's
+// file reached by another path is the queue's); on PostgreSQL, one on
+// another server (told by its start time) or database, or whose search_path
+// finds another leaseq_jobs table. What it cannot tell, on SQLite, is a
 // TEMP table named leaseq_jobs on tx's connection, which would take the
 // jobs instead of the file's.
 //
