@@ -218,21 +218,21 @@ func (s *store) insert(ctx context.Context, tx execer, q *Queue, j Job, now int6
 }
 
 // identity is what tells a queue's database apart from others, read once
-// (identify) and kept for EnqueueTx's check of the caller's transaction:
-// id to compare, name for messages.
+// (identify) and kept for EnqueueTx's check of the caller's transaction.
 type identity struct {
-	mu       sync.Mutex
-	id, name string
+	mu sync.Mutex
+	v  dbIdentity
 }
 
-// dbIdentity is the identity read from a database.
+// dbIdentity is the identity read from a database: id to compare, name for
+// messages.
 type dbIdentity struct{ id, name string }
 
 // kept returns the identity read last.
 func (k *identity) kept() dbIdentity {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return dbIdentity{k.id, k.name}
+	return k.v
 }
 
 // refresh reads the identity with read and keeps it.
@@ -241,7 +241,7 @@ func (k *identity) refresh(read func() (dbIdentity, error)) (dbIdentity, error) 
 	defer k.mu.Unlock()
 	v, err := read()
 	if err == nil {
-		k.id, k.name = v.id, v.name
+		k.v = v
 	}
 	return v, err
 }
