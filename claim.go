@@ -101,7 +101,32 @@ func (s *store) claim(ctx context.Context, q *Queue, owner string, lease time.Du
 		// left claims there before the retry found nothing to do.
 		return nil, nil
 	}
+	if errors.Is(err, errCommitUnknown) {
+		s.releaseUnknown(ctx, q, cs)
+	}
 	return cs, err
+}
+
+// releaseUnknown releases claims whose transaction's COMMIT failed with an
+// outcome the file could not tell: their caller gets an error, not the
+// claims, so claims that did commit must not stay leased until their lease
+// ends. The fence makes it safe either way: a claim that did not commit
+// holds no lease, and its Release changes nothing. It is done on a context
+// that the caller's cannot cut short, bounded by commitCheckWait; if it
+// fails too, the leases end by themselves.
+func (s *store) releaseUnknown(ctx context.Context, q *Queue, cs []Claim) {
+	if len(cs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitCheckWait)
+	defer cancel()
+	fs := make([]fenced, len(cs))
+	for i, c := range cs {
+		fs[i] = releaseFenced(c, 0, "released: the claim's commit failed, and whether it took effect was unknown")
+	}
+	if _, err := s.settle(ctx, q, fs, shareNone); err == nil {
+		s.wakers().signal(q.name)
+	}
 }
 
 // claimableSQL says whether a pending or leased row is claimable at ?2:

@@ -40,6 +40,13 @@ type engine interface {
 	// insert writes one job at now on tx, the caller's transaction
 	// (EnqueueTx): ErrDuplicate for a taken ID, with tx still usable.
 	insert(ctx context.Context, tx execer, q *Queue, j Job, now int64) error
+	// identify reads and keeps what tells the engine's database apart from
+	// others (New, once the schema is there), for foreign.
+	identify(ctx context.Context) error
+	// foreign says why tx, a caller's transaction (EnqueueTx), is not on
+	// the engine's database, or "" when it is or the engine cannot tell.
+	// It runs one cheap read on tx.
+	foreign(ctx context.Context, tx *sql.Tx) (why string, err error)
 	// claim leases up to max claimable jobs to owner (rules 1, 6 and 39):
 	// none, and a nil error, when nothing is claimable.
 	claim(ctx context.Context, q *Queue, owner string, lease time.Duration, max int, share sharing) ([]Claim, error)

@@ -6,7 +6,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
+	"sync"
 
+	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
@@ -67,6 +70,15 @@ func (q *Queue) EnqueueBatch(ctx context.Context, jobs []Job) error {
 // time, and the check that a deadline is still ahead, are the queue's clock
 // at the call.
 //
+// A transaction on another database, of either engine, is refused with
+// [ErrInvalid], and nothing is written in either, at the cost of one read
+// on tx: on SQLite, one whose main database is another file (the queue's
+// file reached by another path is the queue's); on PostgreSQL, one on
+// another server (told by its start time) or database, or whose search_path
+// finds another leaseq_jobs table. What it cannot tell, on SQLite, is a
+// TEMP table named leaseq_jobs on tx's connection, which would take the
+// jobs instead of the file's.
+//
 // It is all or nothing within tx: an invalid job is [ErrInvalid], an ID
 // repeated in jobs or already in the queue is [ErrDuplicate], naming
 // jobs[i], and then none of the call's jobs are written even if the caller
@@ -101,17 +113,31 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, jobs ...Job) error {
 	if _, err := tx.ExecContext(ctx, "SAVEPOINT leaseq_enqueue"); err != nil {
 		return opError(op, "", err)
 	}
+	// Inside the savepoint: on PostgreSQL a failed read would abort tx.
+	why, err := q.e.foreign(ctx, tx)
+	if err == nil && why != "" {
+		err = invalid("%s", why)
+	}
+	if err != nil {
+		return opError(op, "", undoEnqueueTx(ctx, tx, err))
+	}
 	for i, j := range jobs {
 		if err := q.e.insert(ctx, tx, q, j, now); err != nil {
-			_, rbErr := tx.ExecContext(context.WithoutCancel(ctx), "ROLLBACK TO SAVEPOINT leaseq_enqueue")
-			_, relErr := tx.ExecContext(context.WithoutCancel(ctx), "RELEASE SAVEPOINT leaseq_enqueue")
-			return opError(op, entry("jobs", i, j.ID), errors.Join(err, rbErr, relErr))
+			return opError(op, entry("jobs", i, j.ID), undoEnqueueTx(ctx, tx, err))
 		}
 	}
 	if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT leaseq_enqueue"); err != nil {
 		return opError(op, "", err)
 	}
 	return nil
+}
+
+// undoEnqueueTx takes back what EnqueueTx wrote in tx, so that tx stays
+// usable, and returns cause with any error of doing so.
+func undoEnqueueTx(ctx context.Context, tx *sql.Tx, cause error) error {
+	_, rbErr := tx.ExecContext(context.WithoutCancel(ctx), "ROLLBACK TO SAVEPOINT leaseq_enqueue")
+	_, relErr := tx.ExecContext(context.WithoutCancel(ctx), "RELEASE SAVEPOINT leaseq_enqueue")
+	return errors.Join(cause, rbErr, relErr)
 }
 
 // newRow is what a job's row holds beyond the job's own fields, enqueued at
@@ -189,4 +215,150 @@ func (s *store) insert(ctx context.Context, tx execer, q *Queue, j Job, now int6
 		return ErrDuplicate
 	}
 	return err
+}
+
+// identity is what tells a queue's database apart from others, read once
+// (identify) and kept for EnqueueTx's check of the caller's transaction.
+type identity struct {
+	mu sync.Mutex
+	v  dbIdentity
+}
+
+// dbIdentity is the identity read from a database: id to compare, name for
+// messages.
+type dbIdentity struct{ id, name string }
+
+// kept returns the identity read last.
+func (k *identity) kept() dbIdentity {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.v
+}
+
+// refresh reads the identity with read and keeps it.
+func (k *identity) refresh(read func() (dbIdentity, error)) (dbIdentity, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	v, err := read()
+	if err == nil {
+		k.v = v
+	}
+	return v, err
+}
+
+// mainFileSQL names the file of a SQLite connection's main database.
+const mainFileSQL = "SELECT file FROM pragma_database_list WHERE name = 'main'"
+
+// mainFile is the file of db's main database.
+func mainFile(ctx context.Context, db execer) (string, error) {
+	var file string
+	err := db.QueryRowContext(ctx, mainFileSQL).Scan(&file)
+	return file, err
+}
+
+func (s *store) identify(ctx context.Context) error {
+	_, err := s.ident.refresh(func() (dbIdentity, error) {
+		file, err := retryBusyOnce(ctx, func() (string, error) { return mainFile(ctx, s.dbh) })
+		return dbIdentity{file, file}, err
+	})
+	return err
+}
+
+// foreign compares tx's main file with the queue's: as SQLite names them
+// (absolute, symbolic links resolved), and if the names differ, as files,
+// so that a hard link or another mount of the same file is the same
+// database.
+func (s *store) foreign(ctx context.Context, tx *sql.Tx) (string, error) {
+	file, err := s.txMainFile(ctx, tx)
+	var se *sqlite.Error
+	switch {
+	case err != nil && !errors.As(err, &se) && !errors.Is(err, sql.ErrTxDone) && ctx.Err() == nil:
+		return fmt.Sprintf("tx is not on the queue's database %q: it is not a SQLite transaction (%v)", s.ident.kept().name, err), nil
+	case err != nil:
+		return "", err
+	}
+	own := s.ident.kept().id
+	if file == own || sameFile(file, own) {
+		return "", nil
+	}
+	if file == "" {
+		file = "an in-memory or temporary database"
+	}
+	return fmt.Sprintf("tx is a transaction on %q, not on the queue's database %q", file, own), nil
+}
+
+// txMainFile is mainFile on tx. On a tx of the queue's own *sql.DB, the
+// usual case, the statement prepared on the pool runs, prepared once per
+// connection (parsing it would cost more than running it); on a tx of
+// another *sql.DB, which database/sql refuses it for, the query runs
+// unprepared.
+func (s *store) txMainFile(ctx context.Context, tx *sql.Tx) (string, error) {
+	if st, err := s.readStmt(ctx, mainFileSQL); err == nil {
+		ts := tx.StmtContext(ctx, st)
+		defer ts.Close()
+		var file string
+		if err := ts.QueryRowContext(ctx).Scan(&file); err == nil {
+			return file, nil
+		}
+	}
+	return mainFile(ctx, tx)
+}
+
+// sameFile reports whether paths a and b name one file.
+func sameFile(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
+}
+
+// pgIdentitySQL identifies a PostgreSQL database: its server's start time
+// (as seconds, to the microsecond, whatever the session's time zone), which
+// two servers share only if started in the same microsecond; the
+// database's OID on that server; and the leaseq_jobs table the search_path
+// finds (0 if none); and the database's name. Every role may read them.
+// (The system identifier would add a read of the control file, about a
+// third of the query's time on the server, to tell apart only copies of one
+// server started in the same microsecond.)
+const pgIdentitySQL = `SELECT concat_ws('/', extract(epoch FROM pg_postmaster_start_time()), d.oid,
+    coalesce(to_regclass('leaseq_jobs')::oid, 0)), d.datname
+FROM pg_database d WHERE d.datname = current_database()`
+
+// pgIdentity is the identity of db's database.
+func pgIdentity(ctx context.Context, db execer) (dbIdentity, error) {
+	var v dbIdentity
+	err := db.QueryRowContext(ctx, pgIdentitySQL).Scan(&v.id, &v.name)
+	return v, pgError(err)
+}
+
+func (e *pgEngine) identify(ctx context.Context) error {
+	_, err := e.ident.refresh(func() (dbIdentity, error) { return pgIdentity(ctx, e.dbh) })
+	return err
+}
+
+// foreign compares tx's database with the queue's. On a difference it reads
+// the queue's again first: after a restart of the server, or a database
+// restored or recreated under its name since New, it is still the queue's.
+func (e *pgEngine) foreign(ctx context.Context, tx *sql.Tx) (string, error) {
+	theirs, err := pgIdentity(ctx, tx)
+	var se *sqlite.Error
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("tx is not on the queue's database %q: it is a SQLite transaction", e.ident.kept().name), nil
+	case err != nil:
+		return "", err
+	}
+	own := e.ident.kept()
+	if own.id != theirs.id {
+		if own, err = e.ident.refresh(func() (dbIdentity, error) { return pgIdentity(ctx, e.dbh) }); err != nil {
+			return "", err
+		}
+	}
+	if own.id == theirs.id {
+		return "", nil
+	}
+	return fmt.Sprintf("tx is a transaction on database %q (server start/database/leaseq_jobs %s), not on the queue's %q (%s)",
+		theirs.name, theirs.id, own.name, own.id), nil
 }

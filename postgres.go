@@ -57,6 +57,9 @@ type pgEngine struct {
 	// migrated is set once the schema is known to be current.
 	migratedMu sync.Mutex
 	migrated   bool
+	// ident tells the database apart from others (EnqueueTx; see
+	// foreign).
+	ident identity
 }
 
 var pgEngines = map[*sql.DB]*pgEngine{} // guarded by storesMu

@@ -215,6 +215,10 @@ func New(ctx context.Context, db *sql.DB, opts Options) (*Queue, error) {
 		q.Close()
 		return nil, opError("new", job(opts.Name), err)
 	}
+	if err := e.identify(ctx); err != nil {
+		q.Close()
+		return nil, opError("new", job(opts.Name), err)
+	}
 	return q, nil
 }
 

@@ -36,6 +36,8 @@ type store struct {
 	// reads are the read statements prepared on db (see readStmt).
 	readsMu sync.Mutex
 	reads   map[string]*sql.Stmt
+	// ident is the database's main file (EnqueueTx; see foreign).
+	ident identity
 }
 
 // readStmt returns query prepared on the pool. database/sql prepares it

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -136,22 +137,111 @@ func (wc *writeConn) transaction(ctx context.Context, fn txFunc) error {
 		// A BEGIN interrupted by ctx may still have taken effect.
 		return wc.abort(err)
 	}
-	err := fn(ctx, wc)
+	before, err := changeCounter(ctx, wc)
 	if err == nil {
-		err = ctx.Err()
+		err = fn(ctx, wc)
 	}
 	if err == nil {
-		// COMMIT runs on a context that cannot be cancelled. Interrupting a
-		// COMMIT leaves the caller unable to tell whether it took effect; a
-		// transaction that got this far should finish. Its wait for readers
-		// to leave is bounded by the busy timeout (none on a plain DSN, so
-		// BUSY comes back at once and retryBusy consults ctx).
-		_, err = wc.conn.ExecContext(context.WithoutCancel(ctx), "COMMIT")
+		err = ctx.Err()
 	}
 	if err != nil {
 		return wc.abort(err)
 	}
-	return nil
+	// COMMIT runs on a context that cannot be cancelled. Interrupting a
+	// COMMIT leaves the caller unable to tell whether it took effect; a
+	// transaction that got this far should finish. Its wait for readers to
+	// leave is bounded by the busy timeout (none on a plain DSN, so BUSY
+	// comes back at once and retryBusy consults ctx).
+	_, err = wc.conn.ExecContext(context.WithoutCancel(ctx), "COMMIT")
+	switch {
+	case err == nil:
+		return nil
+	case isBusy(err):
+		// Nothing was written: the transaction is still open, and waits
+		// for readers to leave. Roll back and let retryBusy try again.
+		return wc.abort(err)
+	}
+	return wc.afterFailedCommit(ctx, before, wc.abort(err))
+}
+
+// A COMMIT that fails with anything but SQLITE_BUSY may have committed. In
+// DELETE journal mode the commit point is the journal's deletion: when
+// someone else deleted the journal first, COMMIT fails with
+// SQLITE_IOERR_DELETE_NOENT, "disk I/O error (5898)", for a transaction that
+// is in the file and will stay there. Other I/O errors past the point where
+// the file was written (an unlock, a journal that could not be truncated or
+// zeroed) leave a hot journal that the next reader rolls back, or not. A
+// caller told "failed" about a transaction that committed would enqueue a
+// duplicate, or leave a claim leased that nobody holds. So the answer comes
+// from the file: the change counter in its header (bytes 24–27), which
+// every committed write transaction advances by one, read once the
+// transaction has begun and again after the failure. The read after it
+// runs hot-journal recovery first, so it sees what every later reader will
+// see.
+//
+// The failed COMMIT released the lock, so another process may commit before
+// the read back. A counter that moved by one is then either this
+// transaction or that one; it is taken for this one (the read runs at once:
+// the other process would have had to take the lock, write and sync its
+// whole transaction in those microseconds), and for SQLITE_IOERR_DELETE_NOENT
+// it is certain, as the file was written and synced before the journal was
+// found gone. A counter that moved by more, after any other error, is
+// reported as an unknown outcome.
+
+// errCommitUnknown is wrapped by the error of a transaction whose COMMIT
+// failed and whose outcome the file could not tell.
+var errCommitUnknown = errors.New("whether it took effect is unknown")
+
+// changeCounterSQL reads the file change counter, through SQLite's pager so
+// that it is read under the connection's lock.
+const changeCounterSQL = "SELECT substr(data, 25, 4) FROM sqlite_dbpage WHERE pgno = 1"
+
+// commitCheckWait bounds how long a failed COMMIT's outcome is looked for,
+// whatever the caller's context says: the answer decides whether the
+// caller's call took effect.
+const commitCheckWait = 5 * time.Second
+
+// changeCounter reads the file change counter on db. An empty file has no
+// page 1 outside a write transaction: nothing was committed to it yet.
+func changeCounter(ctx context.Context, db execer) (uint32, error) {
+	var c []byte
+	err := db.QueryRowContext(ctx, changeCounterSQL).Scan(&c)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
+	if len(c) != 4 {
+		return 0, fmt.Errorf("the file change counter is %d bytes, not 4", len(c))
+	}
+	return binary.BigEndian.Uint32(c), nil
+}
+
+// afterFailedCommit decides the outcome of a transaction whose COMMIT failed
+// with cause, given the change counter read after its BEGIN: nil if the
+// file shows it committed, cause if it shows it did not, and an error
+// saying that the outcome is unknown if the file cannot tell.
+func (wc *writeConn) afterFailedCommit(ctx context.Context, before uint32, cause error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitCheckWait)
+	defer cancel()
+	var db execer = wc
+	if wc.broken {
+		db = wc.pool
+	}
+	after, err := retryBusyOnce(ctx, func() (uint32, error) { return changeCounter(ctx, db) })
+	if err != nil {
+		return fmt.Errorf("commit failed (%w), and %w: the file could not be read back: %v", cause, errCommitUnknown, err)
+	}
+	switch moved := after - before; {
+	case moved == 0:
+		return cause
+	case moved == 1 || isCode(cause, sqlite3.SQLITE_IOERR_DELETE_NOENT):
+		return nil
+	default:
+		return fmt.Errorf("commit failed (%w), and %w: the file counts %d commits since it began, so other writers committed too",
+			cause, errCommitUnknown, moved)
+	}
 }
 
 // writeConn is the connection a Queue's write transactions run on, with the
@@ -170,6 +260,7 @@ func (wc *writeConn) transaction(ctx context.Context, fn txFunc) error {
 // wait for. Only the holder of the writer's turn touches a writeConn.
 type writeConn struct {
 	conn  *sql.Conn
+	pool  *sql.DB // conn's, for reads once conn is thrown away
 	stmts map[string]*sql.Stmt
 	used  time.Time   // when the last transaction on it ended
 	idle  *time.Timer // gives the connection back after writeConnIdle unused
@@ -212,7 +303,7 @@ func (s *store) writeConn(ctx context.Context) (*writeConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	wc := &writeConn{conn: conn}
+	wc := &writeConn{conn: conn, pool: s.dbh}
 	why, err := retryBusyOnce(ctx, func() (string, error) { return journalProblem(ctx, wc) })
 	if err == nil && why != "" {
 		err = fmt.Errorf("%s: %w", why, ErrInvalid)
