@@ -100,6 +100,12 @@ func (e *pgEngine) now(ctx context.Context) (int64, error) {
 // others find it done.
 const schemaLock = 0x6c65617365710a // "leaseq\n"
 
+// pgSchemaVersion is the version of postgres_schema.sql, kept in
+// leaseq_schema: 4 added leaseq_purged_token and keeps leaseq_counts by
+// backend. Every version's script runs on any older schema, as it
+// creates what is missing and replaces every function and trigger.
+const pgSchemaVersion = 4
+
 // migrate creates the schema in one transaction under schemaLock, or
 // checks that it is current. The version lives in leaseq_schema.
 func (e *pgEngine) migrate(ctx context.Context) error {
@@ -121,10 +127,10 @@ func (e *pgEngine) migrate(ctx context.Context) error {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
 			return err
-		case v == SchemaVersion:
+		case v == pgSchemaVersion:
 			return nil
-		case v > SchemaVersion:
-			return fmt.Errorf("database schema version is %d, this leaseq knows version %d and older: %w", v, SchemaVersion, ErrInvalid)
+		case v > pgSchemaVersion:
+			return fmt.Errorf("database schema version is %d, this leaseq knows version %d and older: %w", v, pgSchemaVersion, ErrInvalid)
 		}
 		for _, stmt := range splitSQL(postgresSchemaSQL) {
 			if _, err := tx.ExecContext(ctx, stmt); err != nil {
@@ -134,7 +140,7 @@ func (e *pgEngine) migrate(ctx context.Context) error {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM leaseq_schema"); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, "INSERT INTO leaseq_schema (version) VALUES ($1)", SchemaVersion)
+		_, err = tx.ExecContext(ctx, "INSERT INTO leaseq_schema (version) VALUES ($1)", pgSchemaVersion)
 		return err
 	})
 	e.migrated = err == nil
@@ -178,7 +184,10 @@ func splitSQL(script string) []string {
 // $9, or the server's clock when that is NULL: the enqueue time, and when
 // the job is due. ON CONFLICT DO NOTHING makes a taken ID return no row
 // instead of an error that would abort the caller's transaction
-// (EnqueueTx).
+// (EnqueueTx). The remembered token it reads is that of the statement's
+// snapshot, which a purge of the ID committing while the insert runs is
+// not in: the trigger leaseq_purged_token (postgres_schema.sql) corrects
+// it, here and in pgInsertManySQL (rule 21).
 const pgInsertSQL = `
 INSERT INTO leaseq_jobs (queue, id, qty, payload, status, max_attempts, deadline, run_at, priority,
     due_at, ready, token, created_at, updated_at)

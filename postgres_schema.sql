@@ -50,6 +50,40 @@ CREATE INDEX IF NOT EXISTS leaseq_jobs_status ON leaseq_jobs (queue, status, seq
 CREATE INDEX IF NOT EXISTS leaseq_jobs_finished ON leaseq_jobs (queue, status, updated_at) INCLUDE (created_at)
   WHERE status IN ('done', 'quarantined');
 
+-- leaseq_purged_token keeps the fence of a purged ID enqueued again
+-- (rule 21 in README's "The rules") when the enqueue races the purge. The
+-- insert reads leaseq_purged on the snapshot its statement took when it
+-- began; a purge that commits after that, its deletion of the old row
+-- included, is not in it. The insert then finds the old row's index entry,
+-- waits for the purge to commit (or sees it committed), and goes on with the
+-- token it read: the old token forgotten. This trigger runs once the
+-- statement's rows are in the unique index, that is after any purge of
+-- their IDs has committed, and its statements take snapshots of their own
+-- (READ COMMITTED), which see that purge's leaseq_purged row: it raises the
+-- token of each new row to the remembered one. Nothing else can see or
+-- change the new rows before the statement ends, and in the usual case
+-- (no race) the insert's own read was right and nothing is updated.
+-- In a caller's REPEATABLE READ or SERIALIZABLE transaction (EnqueueTx)
+-- every statement reads the transaction's snapshot, so there a purge
+-- committed after it cannot be read; but then the purged row is still in
+-- that snapshot, which is how the trigger tells, and it fails the insert as
+-- a serialization failure, for the caller to run the transaction again.
+CREATE OR REPLACE FUNCTION leaseq_purged_token() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF current_setting('transaction_isolation') <> 'read committed' AND EXISTS (
+      SELECT FROM inserted i JOIN leaseq_jobs j ON j.queue = i.queue AND j.id = i.id AND j.seq <> i.seq) THEN
+    RAISE EXCEPTION 'leaseq: a job enqueued while its ID was purged by a transaction this one cannot see'
+      USING ERRCODE = 'serialization_failure', HINT = 'Run the transaction again.';
+  END IF;
+  UPDATE leaseq_jobs j SET token = p.token
+  FROM inserted i JOIN leaseq_purged p ON p.queue = i.queue AND p.id = i.id
+  WHERE j.seq = i.seq AND j.token < p.token;
+  RETURN NULL;
+END $$;
+
+CREATE OR REPLACE TRIGGER leaseq_purged_token AFTER INSERT ON leaseq_jobs
+  REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION leaseq_purged_token();
+
 -- "Now" on the server's clock, in Unix milliseconds, truncated like every
 -- instant the queue stores (rule 8 in README's "The rules"). It reads
 -- statement_timestamp(), which is fixed for the whole statement, so every
