@@ -1,4 +1,4 @@
--- leaseq schema on PostgreSQL, version 3 (the version is the row of
+-- leaseq schema on PostgreSQL, version 4 (the version is the row of
 -- leaseq_schema). The same tables, columns and meanings as schema.sql, so
 -- that one row means the same on both engines; times are bigint Unix
 -- milliseconds from the queue's clock (the server's clock when the Queue has
@@ -158,10 +158,22 @@ BEGIN
 END $$;
 
 -- The number of done and quarantined jobs of each queue, as in schema.sql,
--- kept by a trigger. Each count is spread over 64 rows by the
--- job's seq: a counter on one row would be a lock every finishing
--- transaction waits for until the one before it commits, which would make
--- the workers of every host finish one at a time. Stats adds the shards up.
+-- kept by a trigger. Each count is spread over rows by backend: a
+-- transaction changes only the row of its own backend (shard is
+-- pg_backend_pid()), and no two transactions that run at once share a
+-- backend, so finishes, claims' quarantine sweeps and purges never wait
+-- for one another's counter rows nor deadlock on them (rule 39); a shared
+-- row would be a lock every one of them waits for until the one before it
+-- commits, and rows shared by a hash of the job (version 3) deadlocked
+-- claims whose sweeps moved several jobs. A row may go negative (a backend
+-- purging jobs others finished); Stats adds the rows up. A backend's first
+-- change to a count folds into its own new row the rows of backends that
+-- have ended, so the rows stay about as many as there are backends. It
+-- skips rows another transaction holds, so the fold waits for nothing; the
+-- only wait left is a new backend's, for a fold of the row of an ended
+-- backend whose pid the new one was given, while that fold commits. A fold
+-- moves counts between rows in one transaction, so the sum is kept whatever
+-- runs beside it. The rows of version 3 (shards 0 to 63) fold the same way.
 CREATE TABLE IF NOT EXISTS leaseq_counts (
   queue  text    NOT NULL,
   status text    NOT NULL CHECK (status IN ('done', 'quarantined')),
@@ -170,15 +182,33 @@ CREATE TABLE IF NOT EXISTS leaseq_counts (
   PRIMARY KEY (queue, status, shard)
 );
 
+CREATE OR REPLACE FUNCTION leaseq_count_add(p_queue text, p_status text, p_n bigint) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE leaseq_counts SET n = n + p_n WHERE queue = p_queue AND status = p_status AND shard = pg_backend_pid();
+  IF FOUND THEN
+    RETURN;
+  END IF;
+  WITH gone AS (
+    DELETE FROM leaseq_counts c
+    WHERE (c.queue, c.status, c.shard) IN (
+      SELECT f.queue, f.status, f.shard FROM leaseq_counts f
+      WHERE f.queue = p_queue AND f.status = p_status
+        AND NOT EXISTS (SELECT FROM pg_stat_activity a WHERE a.pid = f.shard)
+      FOR UPDATE SKIP LOCKED)
+    RETURNING c.n)
+  INSERT INTO leaseq_counts AS c (queue, status, shard, n)
+  SELECT p_queue, p_status, pg_backend_pid(), p_n + coalesce(sum(gone.n), 0) FROM gone
+  ON CONFLICT (queue, status, shard) DO UPDATE SET n = c.n + excluded.n;
+END $$;
+
 CREATE OR REPLACE FUNCTION leaseq_count() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP = 'DELETE' OR OLD.status IN ('done', 'quarantined') THEN
-    UPDATE leaseq_counts SET n = n - 1
-    WHERE queue = OLD.queue AND status = OLD.status AND shard = OLD.seq % 64;
+    PERFORM leaseq_count_add(OLD.queue, OLD.status, -1);
   END IF;
   IF TG_OP = 'UPDATE' AND NEW.status IN ('done', 'quarantined') THEN
-    INSERT INTO leaseq_counts AS c (queue, status, shard, n) VALUES (NEW.queue, NEW.status, NEW.seq % 64, 1)
-    ON CONFLICT (queue, status, shard) DO UPDATE SET n = c.n + 1;
+    PERFORM leaseq_count_add(NEW.queue, NEW.status, 1);
   END IF;
   RETURN NULL;
 END $$;
