@@ -210,9 +210,9 @@ RETURNING seq`
 const pgMarkedNow = `CASE WHEN pg_try_advisory_xact_lock($10::bigint) IS NOT FALSE THEN coalesce($9::bigint, leaseq_now()) END`
 
 // pgInsertManySQL writes a batch in one statement from arrays, in the
-// batch's order, at one instant and with the mark $10 as pgInsertSQL does. A taken ID fails the
-// whole statement with a unique violation, so nothing of the batch is
-// written, and the batch needs no transaction of its own.
+// batch's order, at one instant and with the mark $10 as pgInsertSQL does.
+// A taken ID fails the whole statement with a unique violation, so nothing
+// of the batch is written, and the batch needs no transaction of its own.
 const pgInsertManySQL = `
 INSERT INTO leaseq_jobs (queue, id, qty, payload, status, max_attempts, deadline, run_at, priority,
     due_at, ready, token, created_at, updated_at)
