@@ -68,12 +68,20 @@ CREATE INDEX IF NOT EXISTS leaseq_jobs_finished ON leaseq_jobs (queue, status, u
 -- committed after it cannot be read; but then the purged row is still in
 -- that snapshot, which is how the trigger tells, and it fails the insert as
 -- a serialization failure, for the caller to run the transaction again.
-CREATE OR REPLACE FUNCTION leaseq_purged_token() RETURNS trigger LANGUAGE plpgsql AS $$
+-- Its plans are made once per session, for the first statement's rows and
+-- tables' sizes, and must stay index probes per inserted row whatever those
+-- were: a hash join would read the whole of leaseq_purged on every insert.
+CREATE OR REPLACE FUNCTION leaseq_purged_token() RETURNS trigger LANGUAGE plpgsql
+SET enable_hashjoin = off
+SET enable_mergejoin = off
+SET enable_seqscan = off
+AS $$
 BEGIN
-  IF current_setting('transaction_isolation') <> 'read committed' AND EXISTS (
-      SELECT FROM inserted i JOIN leaseq_jobs j ON j.queue = i.queue AND j.id = i.id AND j.seq <> i.seq) THEN
-    RAISE EXCEPTION 'leaseq: a job enqueued while its ID was purged by a transaction this one cannot see'
-      USING ERRCODE = 'serialization_failure', HINT = 'Run the transaction again.';
+  IF current_setting('transaction_isolation') <> 'read committed' THEN
+    IF EXISTS (SELECT FROM inserted i JOIN leaseq_jobs j ON j.queue = i.queue AND j.id = i.id AND j.seq <> i.seq) THEN
+      RAISE EXCEPTION 'leaseq: a job enqueued while its ID was purged by a transaction this one cannot see'
+        USING ERRCODE = 'serialization_failure', HINT = 'Run the transaction again.';
+    END IF;
   END IF;
   UPDATE leaseq_jobs j SET token = p.token
   FROM inserted i JOIN leaseq_purged p ON p.queue = i.queue AND p.id = i.id
