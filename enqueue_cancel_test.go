@@ -142,11 +142,17 @@ func TestPostgresEnqueueCutShortFindsOut(t *testing.T) {
 					answer <- q.Enqueue(cctx, mine)
 				}
 			}()
+			var got error
+			answered := false
 			if c.release {
-				waitForMarkWait(t, db)
+				// The statement may end before the call reads, a
+				// cancellation that came before it entered the trigger.
+				answered, got = waitForMarkWait(t, db, answer)
 				hold.Rollback()
 			}
-			got := <-answer
+			if !answered {
+				got = <-answer
+			}
 			hold.Rollback()
 			if got != nil && strings.Contains(got.Error(), "not known") {
 				if !c.stubborn || c.release || errors.Is(got, context.DeadlineExceeded) {
@@ -204,11 +210,12 @@ func wantAnswerMatchesTable(t *testing.T, q *leaseq.Queue, answer error) {
 }
 
 // waitForMarkWait waits until a backend of db's database waits for an
-// advisory lock in share mode: an enqueue cut short, reading once its
-// statement ends.
-func waitForMarkWait(t *testing.T, db *sql.DB) {
+// advisory lock in share mode, an enqueue cut short reading once its
+// statement ends, or until the call answers first, and says whether it did
+// and with what.
+func waitForMarkWait(t *testing.T, db *sql.DB, answer <-chan error) (answered bool, got error) {
 	t.Helper()
-	for give := time.Now().Add(20 * time.Second); time.Now().Before(give); time.Sleep(5 * time.Millisecond) {
+	for give := time.Now().Add(20 * time.Second); time.Now().Before(give); {
 		var waiting bool
 		err := db.QueryRow(`SELECT EXISTS (SELECT FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
 			WHERE a.datname = current_database() AND l.locktype = 'advisory' AND NOT l.granted
@@ -217,8 +224,15 @@ func waitForMarkWait(t *testing.T, db *sql.DB) {
 			t.Fatal(err)
 		}
 		if waiting {
-			return
+			return false, nil
+		}
+		select {
+		case err := <-answer:
+			t.Logf("the call answered before its read waited: %v", err)
+			return true, err
+		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	t.Fatal("no enqueue waited for its statement to end within 20s")
+	t.Fatal("no enqueue waited for its statement to end, nor answered, within 20s")
+	return false, nil
 }
