@@ -1,6 +1,8 @@
 package leaseq_test
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"testing"
@@ -108,4 +110,53 @@ func enqueueBy(f *fixture, mode string, jobs []leaseq.Job) error {
 		return errors.Join(err, tx.Rollback())
 	}
 	return tx.Commit()
+}
+
+// TestPostgresEnqueueTxRepeatableReadAfterPurge checks rule 21 where
+// EnqueueTx runs in a caller's REPEATABLE READ transaction whose snapshot
+// was taken before a purge of the ID committed: it cannot read the token
+// the purge remembered, so the insert fails as a serialization failure
+// (the caller runs its transaction again) instead of starting the ID's
+// tokens over. Run again, the enqueue continues the purged job's tokens.
+func TestPostgresEnqueueTxRepeatableReadAfterPurge(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q, db := pgQueue(t, leaseq.Options{})
+	if err := q.Enqueue(ctx, leaseq.Job{ID: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	old := mustClaimPG(t, q)
+	if ok, err := q.Finish(ctx, old); err != nil || !ok {
+		t.Fatalf("Finish: %v, %v", ok, err)
+	}
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec("SELECT count(*) FROM leaseq_jobs"); err != nil { // takes the snapshot
+		t.Fatal(err)
+	}
+	if n, err := q.Purge(ctx, time.Now().Add(time.Hour)); err != nil || n != 1 {
+		t.Fatalf("Purge: %d, %v; want 1", n, err)
+	}
+	err = q.EnqueueTx(ctx, tx, leaseq.Job{ID: "r1"})
+	var se interface{ SQLState() string }
+	if !errors.As(err, &se) || se.SQLState() != "40001" {
+		t.Fatalf("EnqueueTx in a snapshot from before the purge: %v; want a serialization failure", err)
+	}
+	tx.Rollback()
+	tx, err = db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.EnqueueTx(ctx, tx, leaseq.Job{ID: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if c := mustClaimPG(t, q); c.Token != old.Token+1 {
+		t.Fatalf("claimed %+v; want token %d, after the purged job's %d", c, old.Token+1, old.Token)
+	}
 }
