@@ -230,6 +230,9 @@ type histEvent struct {
 	Outcome     string          `json:"outcome,omitempty"`
 	Stack       bool            `json:"stack,omitempty"`
 	Fault       string          `json:"fault,omitempty"`
+	// Raced marks an enqueue refused while a purge of its ID ran
+	// (racePurge): no generation, and no fault.
+	Raced bool `json:"raced,omitempty"`
 }
 
 // instant is when a call ran. At is the queue clock reading its
@@ -843,14 +846,20 @@ func TestChildChaosOperator(t *testing.T) {
 	if os.Getenv("LEASEQ_CHILD") != "chaos-operator" {
 		return
 	}
-	o := &chaosOperator{chaosProc: newChaosProc(t)}
+	o := &chaosOperator{chaosProc: newChaosProc(t), racerClock: &recordingClock{}}
+	var err error
+	if o.racer, err = leaseq.New(o.ctx, o.q.DB(), leaseq.Options{Clock: o.racerClock, MaxAttempts: chaosMaxAttempts}); err != nil {
+		t.Fatal(err)
+	}
 	for !o.stopped() {
 		time.Sleep(randDur(chaosOperateEvery/2, chaosOperateEvery*3/2))
 		switch r := rand.IntN(100); {
 		case r < 30:
 			o.cancel()
-		case r < 55:
+		case r < 45:
 			o.purge()
+		case r < 55:
+			o.racePurge()
 		default:
 			o.reenqueue()
 		}
@@ -859,7 +868,11 @@ func TestChildChaosOperator(t *testing.T) {
 
 type chaosOperator struct {
 	*chaosProc
-	seq int
+	// racer enqueues while a purge runs (racePurge), on a Queue of its
+	// own so that each reads its own clock.
+	racer      *leaseq.Queue
+	racerClock *recordingClock
+	seq        int
 	// purged holds IDs this incarnation saw purged and has not enqueued
 	// again yet.
 	purged []string
@@ -928,6 +941,81 @@ func (o *chaosOperator) purge() {
 	for len(o.purged) > chaosPurgedPool {
 		i := rand.IntN(len(o.purged))
 		o.purged = append(o.purged[:i], o.purged[i+1:]...)
+	}
+}
+
+// racePurge is a purge of done jobs raced by an enqueue of one of them
+// again, at full speed: while the purge runs, another goroutine enqueues
+// the ID in a loop until it is no longer refused as a duplicate, so that
+// the enqueue runs into the purge's deletion as it commits, where the
+// enqueue may read the remembered tokens before the purge wrote them
+// (rule 21). The checker finds a token handed out twice in the ID's next
+// generation if the enqueue lost them. The refused attempts are logged as
+// raced, and are no generation.
+func (o *chaosOperator) racePurge() {
+	before := time.Now().Add(-randDur(time.Millisecond, chaosPurgeAge))
+	statuses := []leaseq.Status{leaseq.StatusDone}
+	listed, err := listOlder(o.ctx, o.q, before, statuses)
+	if err != nil || len(listed) == 0 {
+		return
+	}
+	id := listed[rand.IntN(len(listed))]
+	o.seq++
+	j := chaosJob(id, fmt.Sprintf("%s again in a race, by %s (pid %d) #%d", id, o.name, os.Getpid(), o.seq))
+	e := histEvent{Ev: "purge", Owner: o.name, Before: before.UnixMilli(), Statuses: statuses, Listed: len(listed)}
+	o.intend(e)
+	purged := make(chan struct{})
+	raced := make(chan bool, 1)
+	go func() { raced <- o.raceEnqueue(j, purged) }()
+	e.instant = o.call(func() { e.Deleted, err = o.q.Purge(o.ctx, before, statuses...) })
+	close(purged)
+	again := <-raced
+	if err != nil {
+		o.fault(e, err)
+		return
+	}
+	o.write(e)
+	for _, l := range listed {
+		if l != id || !again {
+			o.purged = append(o.purged, l)
+		}
+	}
+}
+
+// raceEnqueue enqueues j on the racer until it is not refused as a
+// duplicate, or it was refused after purged closed, and reports whether it
+// was written; a failed attempt ends it.
+func (o *chaosOperator) raceEnqueue(j leaseq.Job, purged <-chan struct{}) bool {
+	for {
+		e := enqueueEvent(j)
+		e.Owner = o.name
+		o.intend(e)
+		done := false
+		select {
+		case <-purged:
+			done = true
+		default:
+		}
+		var err error
+		o.racerClock.forget()
+		t0 := time.Now().UnixMilli()
+		err = o.racer.Enqueue(o.ctx, j)
+		e.instant = instant{At: o.racerClock.lastMS(), T0: t0, T1: time.Now().UnixMilli()}
+		switch {
+		case err == nil:
+			e.OK = true
+			o.write(e)
+			return true
+		case errors.Is(err, leaseq.ErrDuplicate):
+			e.Err, e.Raced = "duplicate", true
+			o.write(e)
+			if done {
+				return false
+			}
+		default:
+			o.fault(e, err)
+			return false
+		}
 	}
 }
 

@@ -418,7 +418,9 @@ func (k *checker) loadHistories() {
 			k.loadPool(inc, evs)
 			continue
 		}
-		if inc.killed && len(evs) > 0 {
+		if inc.killed && inc.role == "chaos-operator" {
+			k.spares = append(k.spares, operatorSpares(inc, evs)...)
+		} else if inc.killed && len(evs) > 0 {
 			if s := spareAfter(inc, evs[len(evs)-1]); s != nil {
 				k.spares = append(k.spares, s)
 			}
@@ -431,6 +433,26 @@ func (k *checker) loadHistories() {
 			}
 		}
 	}
+}
+
+// operatorSpares are the calls a killed operator may have made unlogged:
+// those whose intent line has no result line after it. There may be two,
+// a purge and the enqueue that races it (racePurge).
+func operatorSpares(inc *incarnation, evs []histEvent) []*spare {
+	open := map[string]*spare{}
+	for _, e := range evs {
+		switch {
+		case e.Ev == "intent":
+			open[e.Op] = &spare{inc: inc, ev: e, kind: e.Op, from: e.T0}
+		case open[e.Ev] != nil:
+			delete(open, e.Ev)
+		}
+	}
+	var out []*spare
+	for _, kind := range slices.Sorted(maps.Keys(open)) {
+		out = append(out, open[kind])
+	}
+	return out
 }
 
 // spareAfter is the call a killed incarnation whose last line is e may
@@ -632,6 +654,9 @@ func (k *checker) buildGenerations(jobs []leaseq.Job) {
 		k.order = append(k.order, j.ID)
 	}
 	for _, e := range k.enqueues {
+		if !e.OK && e.Raced {
+			continue
+		}
 		if !e.OK {
 			k.bad("%s: enqueued again at %d and refused as %s, but List had shown it purged", e.Job, e.At, e.Err)
 			continue

@@ -32,6 +32,10 @@ type engine interface {
 	// schemaVersion reads the database's schema version (0: none) without
 	// writing.
 	schemaVersion(ctx context.Context) (int, error)
+	// schemaCurrent is the schema version this package writes on the
+	// engine: SchemaVersion on SQLite; PostgreSQL's numbers run on their
+	// own, as its schema changed without SQLite's.
+	schemaCurrent() int
 	// enqueue writes jobs at now, all or nothing. bad is the index of the
 	// job that failed (ErrDuplicate, or an error of its INSERT), else -1.
 	// one is a single Enqueue, which may share a transaction with other

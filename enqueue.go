@@ -94,7 +94,10 @@ func (q *Queue) EnqueueBatch(ctx context.Context, jobs []Job) error {
 // do not call the queue's writing methods from the goroutine that holds tx
 // open — they would wait for a commit that cannot come (with a Background
 // context, forever). A context cancelled while a statement runs makes
-// SQLite roll back the whole of tx.
+// SQLite roll back the whole of tx. On PostgreSQL, in a REPEATABLE READ or
+// SERIALIZABLE tx, enqueueing an ID that a purge deleted after tx's
+// snapshot was taken fails as a serialization failure (SQLSTATE 40001): the
+// snapshot cannot see the tokens the purge remembered, so run tx again.
 func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, jobs ...Job) error {
 	const op = "enqueue tx"
 	if err := q.callable(ctx); err != nil {

@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"slices"
 	"strings"
@@ -103,6 +104,13 @@ func (e *pgEngine) now(ctx context.Context) (int64, error) {
 // others find it done.
 const schemaLock = 0x6c65617365710a // "leaseq\n"
 
+// pgSchemaCurrent is the version of postgres_schema.sql, kept in
+// leaseq_schema: 4 added leaseq_purged_token and keeps leaseq_counts by
+// backend. Every version's script runs on any older schema, as it
+// creates what is missing and replaces every function and trigger. It is
+// PostgreSQL's own number: SQLite's schema is SchemaVersion.
+const pgSchemaCurrent = 4
+
 // migrate checks that the schema is current with one read, which DML
 // rights (or read-only ones) suffice for, and only when it is not creates
 // or upgrades it: in one transaction under schemaLock, which reads the
@@ -118,10 +126,10 @@ func (e *pgEngine) migrate(ctx context.Context) error {
 	switch {
 	case err != nil:
 		return fmt.Errorf("reading the schema version: %w", err)
-	case v == SchemaVersion:
+	case v == pgSchemaCurrent:
 		e.migrated = true
 		return nil
-	case v > SchemaVersion:
+	case v > pgSchemaCurrent:
 		return newerSchema(v)
 	}
 	err = e.write(ctx, func(ctx context.Context, tx execer) error {
@@ -135,9 +143,9 @@ func (e *pgEngine) migrate(ctx context.Context) error {
 		switch {
 		case err != nil:
 			return err
-		case v == SchemaVersion:
+		case v == pgSchemaCurrent:
 			return nil
-		case v > SchemaVersion:
+		case v > pgSchemaCurrent:
 			return newerSchema(v)
 		}
 		for _, stmt := range splitSQL(postgresSchemaSQL) {
@@ -148,7 +156,7 @@ func (e *pgEngine) migrate(ctx context.Context) error {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM leaseq_schema"); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, "INSERT INTO leaseq_schema (version) VALUES ($1)", SchemaVersion)
+		_, err = tx.ExecContext(ctx, "INSERT INTO leaseq_schema (version) VALUES ($1)", pgSchemaCurrent)
 		return err
 	})
 	e.migrated = err == nil
@@ -168,7 +176,7 @@ func pgSchemaVersion(ctx context.Context, ex execer) (int, error) {
 
 // newerSchema is the error for a database of a later version of leaseq.
 func newerSchema(v int) error {
-	return fmt.Errorf("database schema version is %d, this leaseq knows version %d and older: %w", v, SchemaVersion, ErrInvalid)
+	return fmt.Errorf("database schema version is %d, this leaseq knows version %d and older: %w", v, pgSchemaCurrent, ErrInvalid)
 }
 
 // splitSQL splits a script into statements at semicolons outside comments
@@ -208,37 +216,56 @@ func splitSQL(script string) []string {
 // $9, or the server's clock when that is NULL: the enqueue time, and when
 // the job is due. ON CONFLICT DO NOTHING makes a taken ID return no row
 // instead of an error that would abort the caller's transaction
-// (EnqueueTx).
+// (EnqueueTx). The remembered token it reads is that of the statement's
+// snapshot, which a purge of the ID committing while the insert runs is
+// not in: the trigger leaseq_purged_token (postgres_schema.sql) corrects
+// it, here and in pgInsertManySQL (rule 21).
 const pgInsertSQL = `
 INSERT INTO leaseq_jobs (queue, id, qty, payload, status, max_attempts, deadline, run_at, priority,
     due_at, ready, token, created_at, updated_at)
 SELECT $1, $2, $3, $4, 'pending', $5, $6, $7, $8,
     greatest(coalesce($7, t.now), t.now), CASE WHEN coalesce($7, t.now) <= t.now THEN 1 ELSE 0 END,
     coalesce((SELECT token FROM leaseq_purged WHERE queue = $1 AND id = $2), 0), t.now, t.now
-FROM (SELECT coalesce($9::bigint, leaseq_now()) AS now) t
+FROM (SELECT ` + pgMarkedNow + ` AS now) t
 ON CONFLICT (queue, id) DO NOTHING
 RETURNING seq`
 
+// pgMarkedNow is an insert's instant ($9, or the server's clock when that
+// is NULL) that also takes the advisory lock $10 for the insert's
+// transaction, when $10 is not NULL: the mark by which a call whose answer
+// was cut short waits for its statement to end (answered). The subquery
+// that reads it is run once, not folded into the insert, as it is
+// volatile. No other transaction holds the random key, so the lock is
+// always taken; were it not, the instant would be NULL and the insert
+// would fail rather than write unmarked.
+const pgMarkedNow = `CASE WHEN pg_try_advisory_xact_lock($10::bigint) IS NOT FALSE THEN coalesce($9::bigint, leaseq_now()) END`
+
 // pgInsertManySQL writes a batch in one statement from arrays, in the
-// batch's order, at one instant as pgInsertSQL does. A taken ID fails the
-// whole statement with a unique violation, so nothing of the batch is
-// written, and the batch needs no transaction of its own.
+// batch's order, at one instant and with the mark $10 as pgInsertSQL does.
+// A taken ID fails the whole statement with a unique violation, so nothing
+// of the batch is written, and the batch needs no transaction of its own.
 const pgInsertManySQL = `
 INSERT INTO leaseq_jobs (queue, id, qty, payload, status, max_attempts, deadline, run_at, priority,
     due_at, ready, token, created_at, updated_at)
 SELECT $1, u.id, u.qty, u.payload, 'pending', u.max_attempts, u.deadline, u.run_at, u.priority,
     greatest(coalesce(u.run_at, t.now), t.now), CASE WHEN coalesce(u.run_at, t.now) <= t.now THEN 1 ELSE 0 END,
     coalesce((SELECT p.token FROM leaseq_purged p WHERE p.queue = $1 AND p.id = u.id), 0), t.now, t.now
-FROM (SELECT coalesce($2::bigint, leaseq_now()) AS now) t,
+FROM (SELECT CASE WHEN pg_try_advisory_xact_lock($10::bigint) IS NOT FALSE
+        THEN coalesce($2::bigint, leaseq_now()) END AS now) t,
     unnest($3::text[], $4::bigint[], $5::bytea[], $6::integer[], $7::bigint[], $8::bigint[], $9::integer[])
     WITH ORDINALITY AS u(id, qty, payload, max_attempts, deadline, run_at, priority, ord)
 ORDER BY u.ord`
 
 func (e *pgEngine) insert(ctx context.Context, tx execer, q *Queue, j Job, now int64) error {
+	return e.insertMarked(ctx, tx, q, j, now, nil)
+}
+
+// insertMarked is insert with the mark of pgMarkedNow (nil: none).
+func (e *pgEngine) insertMarked(ctx context.Context, tx execer, q *Queue, j Job, now int64, mark any) error {
 	r := q.newRow(j, now)
 	var seq int64
 	err := tx.QueryRowContext(ctx, pgInsertSQL, q.name, j.ID, j.Qty, r.payload, r.maxAttempts,
-		nullMillis(j.Deadline), r.runAt, j.Priority, nowOr(q, now)).Scan(&seq)
+		nullMillis(j.Deadline), r.runAt, j.Priority, nowOr(q, now), mark).Scan(&seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrDuplicate
 	}
@@ -246,15 +273,30 @@ func (e *pgEngine) insert(ctx context.Context, tx execer, q *Queue, j Job, now i
 }
 
 // enqueue writes one job in a statement of its own, or a batch in one
-// statement.
+// statement, and answers with what the statement did (answered): nil only
+// when its jobs are written, ctx's error only when none is.
 func (e *pgEngine) enqueue(ctx context.Context, q *Queue, jobs []Job, now int64, _ bool) (int, error) {
-	if len(jobs) == 1 {
-		err := retrySerialization(ctx, func() error { return e.insert(ctx, pgDB{e.dbh}, q, jobs[0], now) })
-		if err != nil {
-			return 0, err
+	args := pgJobArrays(q, jobs, now)
+	mark := rand.Int64()
+	write := func(ctx context.Context, db execer) error {
+		if len(jobs) == 1 {
+			return e.insertMarked(ctx, db, q, jobs[0], now, mark)
 		}
-		return -1, nil
+		_, err := db.ExecContext(ctx, pgInsertManySQL, append(args, mark)...)
+		return err
 	}
+	err := e.answered(ctx, write, func(ctx context.Context) (bool, error) { return e.written(ctx, args, mark) })
+	if len(jobs) == 1 || !errors.Is(err, ErrDuplicate) {
+		return -1, err
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pgAnswerWait)
+	defer cancel()
+	return e.firstTaken(fctx, q, args[2].([]string)), ErrDuplicate
+}
+
+// pgJobArrays are the arguments of pgInsertManySQL for jobs enqueued at
+// now: the queue, the instant, and one array per column.
+func pgJobArrays(q *Queue, jobs []Job, now int64) []any {
 	n := len(jobs)
 	ids, qtys, payloads := make([]string, n), make([]int64, n), make([][]byte, n)
 	maxAttempts, priorities := make([]int32, n), make([]int32, n)
@@ -270,15 +312,95 @@ func (e *pgEngine) enqueue(ctx context.Context, q *Queue, jobs []Job, now int64,
 			runAts[i] = &r.runAt.Int64
 		}
 	}
+	return []any{q.name, nowOr(q, now), ids, qtys, payloads, maxAttempts, deadlines, runAts, priorities}
+}
+
+// pgAnswerWait is how long a write whose context has ended still waits for
+// the server's answer to the statement it sent, and then for the read that
+// finds out what the statement did.
+const pgAnswerWait = time.Second
+
+// answered runs write, statements that commit on their own, and answers
+// with what they did. A context that ends while they run does not cut them
+// short at once: the server commits an autocommitted statement whatever
+// the client does once it has the statement, so an answer of ctx's error
+// then could be a lie, the jobs in the table, and a caller that tries again
+// under new IDs would do the work twice. Instead the statement has
+// pgAnswerWait after ctx ends to answer: its answer is what happened
+// (errors table: ctx's error only when nothing of the call was written).
+// Cut short after that (a server that does not answer), the call reads
+// whether the statement's rows are there (found, within pgAnswerWait
+// again) and answers nil if they are, ctx's error if not; when even that
+// read gets no answer, it says that whether anything was written is not
+// known, without ctx's error. A wait for a connection heeds ctx: nothing
+// was sent then.
+func (e *pgEngine) answered(ctx context.Context, write txFunc, found func(ctx context.Context) (bool, error)) error {
+	cut := false
 	err := retrySerialization(ctx, func() error {
-		_, err := e.dbh.ExecContext(ctx, pgInsertManySQL, q.name, nowOr(q, now), ids, qtys, payloads, maxAttempts,
-			deadlines, runAts, priorities)
+		conn, err := e.dbh.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		defer stop()
+		late := context.AfterFunc(ctx, func() { time.AfterFunc(pgAnswerWait, stop) })
+		defer late()
+		err = write(sctx, pgDB{conn})
+		cut = err != nil && sctx.Err() != nil
 		return err
 	})
-	if sqlState(err) != sqlStateUniqueViolation {
-		return -1, err
+	err = pgError(err)
+	if !cut || ctx.Err() == nil {
+		return err
 	}
-	return e.firstTaken(ctx, q, ids), ErrDuplicate
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pgAnswerWait)
+	defer cancel()
+	there, ferr := found(fctx)
+	switch {
+	case ferr != nil:
+		// Neither error is wrapped: the call may have been written.
+		return fmt.Errorf("%v, and the server did not answer within %v; whether the call was written is not known (%v)", ctx.Err(), pgAnswerWait, ferr)
+	case there:
+		return nil
+	}
+	return ctx.Err()
+}
+
+// pgWrittenSQL counts the jobs of pgJobArrays's arrays (same arguments)
+// that are in the table as enqueued: same ID and fields, and enqueued at
+// the instant given, unless that was the server's clock.
+const pgWrittenSQL = `
+SELECT count(*) FROM leaseq_jobs j,
+    unnest($3::text[], $4::bigint[], $5::bytea[], $6::integer[], $7::bigint[], $8::bigint[], $9::integer[])
+    AS u(id, qty, payload, max_attempts, deadline, run_at, priority)
+WHERE j.queue = $1 AND j.id = u.id AND j.qty = u.qty AND j.payload = u.payload AND j.max_attempts = u.max_attempts
+  AND j.deadline IS NOT DISTINCT FROM u.deadline AND j.run_at IS NOT DISTINCT FROM u.run_at
+  AND j.priority = u.priority AND ($2::bigint IS NULL OR j.created_at = $2)`
+
+// written reports whether every job of args (pgJobArrays) is in the table
+// as a call with them would have written it: the read that tells an
+// enqueue cut short whether it was written. It first waits for the lock
+// the statement marked itself with (pgMarkedNow), so that it reads once
+// the statement has ended, committed or not: a statement still running,
+// waiting for a lock say, could otherwise commit after the read found
+// nothing. It reads in a statement of its own, whose snapshot is taken
+// after that wait (READ COMMITTED). A batch is one statement, so all or
+// none of its jobs are its own. On the server's clock the instant is not
+// known here, so a job with the same ID and fields enqueued by another
+// call counts as this one's.
+func (e *pgEngine) written(ctx context.Context, args []any, mark int64) (bool, error) {
+	tx, err := e.dbh.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted, ReadOnly: true})
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock_shared($1)", mark); err != nil {
+		return false, err
+	}
+	var n int
+	err = tx.QueryRowContext(ctx, pgWrittenSQL, args...).Scan(&n)
+	return n == len(args[2].([]string)), err
 }
 
 // firstTaken is the index of the first of ids that a job of q has, or -1:

@@ -1,4 +1,4 @@
--- leaseq schema on PostgreSQL, version 3 (the version is the row of
+-- leaseq schema on PostgreSQL, version 4 (the version is the row of
 -- leaseq_schema). The same tables, columns and meanings as schema.sql, so
 -- that one row means the same on both engines; times are bigint Unix
 -- milliseconds from the queue's clock (the server's clock when the Queue has
@@ -49,6 +49,48 @@ CREATE INDEX IF NOT EXISTS leaseq_jobs_pending_deadline ON leaseq_jobs (queue, d
 CREATE INDEX IF NOT EXISTS leaseq_jobs_status ON leaseq_jobs (queue, status, seq) INCLUDE (due_at, run_at, created_at);
 CREATE INDEX IF NOT EXISTS leaseq_jobs_finished ON leaseq_jobs (queue, status, updated_at) INCLUDE (created_at)
   WHERE status IN ('done', 'quarantined');
+
+-- leaseq_purged_token keeps the fence of a purged ID enqueued again
+-- (rule 21 in README's "The rules") when the enqueue races the purge. The
+-- insert reads leaseq_purged on the snapshot its statement took when it
+-- began; a purge that commits after that, its deletion of the old row
+-- included, is not in it. The insert then finds the old row's index entry,
+-- waits for the purge to commit (or sees it committed), and goes on with the
+-- token it read: the old token forgotten. This trigger runs once the
+-- statement's rows are in the unique index, that is after any purge of
+-- their IDs has committed, and its statements take snapshots of their own
+-- (READ COMMITTED), which see that purge's leaseq_purged row: it raises the
+-- token of each new row to the remembered one. Nothing else can see or
+-- change the new rows before the statement ends, and in the usual case
+-- (no race) the insert's own read was right and nothing is updated.
+-- In a caller's REPEATABLE READ or SERIALIZABLE transaction (EnqueueTx)
+-- every statement reads the transaction's snapshot, so there a purge
+-- committed after it cannot be read; but then the purged row is still in
+-- that snapshot, which is how the trigger tells, and it fails the insert as
+-- a serialization failure, for the caller to run the transaction again.
+-- Its plans are made once per session, for the first statement's rows and
+-- tables' sizes, and must stay index probes per inserted row whatever those
+-- were: a hash join would read the whole of leaseq_purged on every insert.
+CREATE OR REPLACE FUNCTION leaseq_purged_token() RETURNS trigger LANGUAGE plpgsql
+SET enable_hashjoin = off
+SET enable_mergejoin = off
+SET enable_seqscan = off
+AS $$
+BEGIN
+  IF current_setting('transaction_isolation') <> 'read committed' THEN
+    IF EXISTS (SELECT FROM inserted i JOIN leaseq_jobs j ON j.queue = i.queue AND j.id = i.id AND j.seq <> i.seq) THEN
+      RAISE EXCEPTION 'leaseq: a job enqueued while its ID was purged by a transaction this one cannot see'
+        USING ERRCODE = 'serialization_failure', HINT = 'Run the transaction again.';
+    END IF;
+  END IF;
+  UPDATE leaseq_jobs j SET token = p.token
+  FROM inserted i JOIN leaseq_purged p ON p.queue = i.queue AND p.id = i.id
+  WHERE j.seq = i.seq AND j.token < p.token;
+  RETURN NULL;
+END $$;
+
+CREATE OR REPLACE TRIGGER leaseq_purged_token AFTER INSERT ON leaseq_jobs
+  REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION leaseq_purged_token();
 
 -- "Now" on the server's clock, in Unix milliseconds, truncated like every
 -- instant the queue stores (rule 8 in README's "The rules"). It reads
@@ -124,10 +166,22 @@ BEGIN
 END $$;
 
 -- The number of done and quarantined jobs of each queue, as in schema.sql,
--- kept by a trigger. Each count is spread over 64 rows by the
--- job's seq: a counter on one row would be a lock every finishing
--- transaction waits for until the one before it commits, which would make
--- the workers of every host finish one at a time. Stats adds the shards up.
+-- kept by a trigger. Each count is spread over rows by backend: a
+-- transaction changes only the row of its own backend (shard is
+-- pg_backend_pid()), and no two transactions that run at once share a
+-- backend, so finishes, claims' quarantine sweeps and purges never wait
+-- for one another's counter rows nor deadlock on them (rule 39); a shared
+-- row would be a lock every one of them waits for until the one before it
+-- commits, and rows shared by a hash of the job (version 3) deadlocked
+-- claims whose sweeps moved several jobs. A row may go negative (a backend
+-- purging jobs others finished); Stats adds the rows up. A backend's first
+-- change to a count folds into its own new row the rows of backends that
+-- have ended, so the rows stay about as many as there are backends. It
+-- skips rows another transaction holds, so the fold waits for nothing; the
+-- only wait left is a new backend's, for a fold of the row of an ended
+-- backend whose pid the new one was given, while that fold commits. A fold
+-- moves counts between rows in one transaction, so the sum is kept whatever
+-- runs beside it. The rows of version 3 (shards 0 to 63) fold the same way.
 CREATE TABLE IF NOT EXISTS leaseq_counts (
   queue  text    NOT NULL,
   status text    NOT NULL CHECK (status IN ('done', 'quarantined')),
@@ -136,15 +190,33 @@ CREATE TABLE IF NOT EXISTS leaseq_counts (
   PRIMARY KEY (queue, status, shard)
 );
 
+CREATE OR REPLACE FUNCTION leaseq_count_add(p_queue text, p_status text, p_n bigint) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE leaseq_counts SET n = n + p_n WHERE queue = p_queue AND status = p_status AND shard = pg_backend_pid();
+  IF FOUND THEN
+    RETURN;
+  END IF;
+  WITH gone AS (
+    DELETE FROM leaseq_counts c
+    WHERE (c.queue, c.status, c.shard) IN (
+      SELECT f.queue, f.status, f.shard FROM leaseq_counts f
+      WHERE f.queue = p_queue AND f.status = p_status
+        AND NOT EXISTS (SELECT FROM pg_stat_activity a WHERE a.pid = f.shard)
+      FOR UPDATE SKIP LOCKED)
+    RETURNING c.n)
+  INSERT INTO leaseq_counts AS c (queue, status, shard, n)
+  SELECT p_queue, p_status, pg_backend_pid(), p_n + coalesce(sum(gone.n), 0) FROM gone
+  ON CONFLICT (queue, status, shard) DO UPDATE SET n = c.n + excluded.n;
+END $$;
+
 CREATE OR REPLACE FUNCTION leaseq_count() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP = 'DELETE' OR OLD.status IN ('done', 'quarantined') THEN
-    UPDATE leaseq_counts SET n = n - 1
-    WHERE queue = OLD.queue AND status = OLD.status AND shard = OLD.seq % 64;
+    PERFORM leaseq_count_add(OLD.queue, OLD.status, -1);
   END IF;
   IF TG_OP = 'UPDATE' AND NEW.status IN ('done', 'quarantined') THEN
-    INSERT INTO leaseq_counts AS c (queue, status, shard, n) VALUES (NEW.queue, NEW.status, NEW.seq % 64, 1)
-    ON CONFLICT (queue, status, shard) DO UPDATE SET n = c.n + 1;
+    PERFORM leaseq_count_add(NEW.queue, NEW.status, 1);
   END IF;
   RETURN NULL;
 END $$;

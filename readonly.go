@@ -69,15 +69,16 @@ func checkSchema(ctx context.Context, e engine) error {
 		}
 	}
 	v, err := e.schemaVersion(ctx)
+	want := e.schemaCurrent()
 	switch {
 	case err != nil:
 		return fmt.Errorf("reading the schema version: %w", err)
 	case v == 0:
 		return invalid("the database has no leaseq schema (version 0); a read-only queue creates none: run Migrate (the command: leaseq migrate)")
-	case v < SchemaVersion:
-		return invalid("database schema version is %d, older than this leaseq's %d; a read-only queue does not upgrade it: run Migrate (the command: leaseq migrate)", v, SchemaVersion)
-	case v > SchemaVersion:
-		return invalid("database schema version is %d, this leaseq knows version %d and older", v, SchemaVersion)
+	case v < want:
+		return invalid("database schema version is %d, older than this leaseq's %d; a read-only queue does not upgrade it: run Migrate (the command: leaseq migrate)", v, want)
+	case v > want:
+		return invalid("database schema version is %d, this leaseq knows version %d and older", v, want)
 	}
 	return nil
 }
@@ -85,22 +86,24 @@ func checkSchema(ctx context.Context, e engine) error {
 // Migrate creates leaseq's schema in db if it is missing, or upgrades one
 // written by an earlier version (in one transaction that keeps every job,
 // token and attempt count), as [New] does, and returns the version the
-// database had before: 0 for none, [SchemaVersion] when there was nothing
-// to do. A schema newer than SchemaVersion is refused with [ErrInvalid].
+// database had before (0 for none) and the version it has now, the same
+// when there was nothing to do. The version is [SchemaVersion] on SQLite;
+// PostgreSQL numbers its schema on its own, as it changed without SQLite's.
+// A newer schema is refused with [ErrInvalid].
 // It is for deployments that upgrade as a step of their own, before
 // starting services whose queues are made with [Options.ReadOnly] or by an
 // older release; New without ReadOnly migrates by itself. Like New, it is
 // safe when several processes call it at once.
-func Migrate(ctx context.Context, db *sql.DB) (from int, err error) {
+func Migrate(ctx context.Context, db *sql.DB) (from, to int, err error) {
 	switch {
 	case ctx == nil:
-		return 0, opError("migrate", "", invalid("ctx is nil"))
+		return 0, 0, opError("migrate", "", invalid("ctx is nil"))
 	case db == nil:
-		return 0, opError("migrate", "", invalid("db is nil"))
+		return 0, 0, opError("migrate", "", invalid("db is nil"))
 	}
 	e, err := openEngine(ctx, db)
 	if err != nil {
-		return 0, opError("migrate", "", err)
+		return 0, 0, opError("migrate", "", err)
 	}
 	defer e.release()
 	from, err = e.schemaVersion(ctx)
@@ -108,9 +111,9 @@ func Migrate(ctx context.Context, db *sql.DB) (from int, err error) {
 		err = e.migrate(ctx)
 	}
 	if err != nil {
-		return 0, opError("migrate", "", err)
+		return 0, 0, opError("migrate", "", err)
 	}
-	return from, nil
+	return from, e.schemaCurrent(), nil
 }
 
 // schemaVersion reads the schema version of a SQLite database (PRAGMA
@@ -128,3 +131,6 @@ func (s *store) schemaVersion(ctx context.Context) (int, error) {
 func (e *pgEngine) schemaVersion(ctx context.Context) (int, error) {
 	return pgSchemaVersion(ctx, pgDB{e.dbh})
 }
+
+func (s *store) schemaCurrent() int    { return SchemaVersion }
+func (e *pgEngine) schemaCurrent() int { return pgSchemaCurrent }

@@ -71,12 +71,12 @@ func TestReadOnlyRefusesOlderSchema(t *testing.T) {
 				}
 			}
 			db := openSQLite(t, path)
-			from, err := leaseq.Migrate(context.Background(), db)
-			if err != nil || from != v {
-				t.Fatalf("Migrate: from %d, %v; want from %d", from, err, v)
+			from, to, err := leaseq.Migrate(context.Background(), db)
+			if err != nil || from != v || to != leaseq.SchemaVersion {
+				t.Fatalf("Migrate: from %d to %d, %v; want from %d to %d", from, to, err, v, leaseq.SchemaVersion)
 			}
-			if from, err := leaseq.Migrate(context.Background(), db); err != nil || from != leaseq.SchemaVersion {
-				t.Fatalf("Migrate again: from %d, %v; want %d (nothing to do)", from, err, leaseq.SchemaVersion)
+			if from, to, err := leaseq.Migrate(context.Background(), db); err != nil || from != leaseq.SchemaVersion || to != from {
+				t.Fatalf("Migrate again: from %d to %d, %v; want %d (nothing to do)", from, to, err, leaseq.SchemaVersion)
 			}
 			q, err := leaseq.New(context.Background(), db, leaseq.Options{ReadOnly: true})
 			must(t, err)
@@ -107,23 +107,30 @@ func testReadOnlyRefusesNewerOrNoSchema(t *testing.T, e testEngine) {
 	wantErrSays(t, err, leaseq.ErrInvalid, "no leaseq schema", "Migrate")
 	wantNoTables(t, e, db)
 
-	for _, want := range []int{0, leaseq.SchemaVersion} {
-		if from, err := leaseq.Migrate(ctx, db); err != nil || from != want {
-			t.Fatalf("Migrate: from %d, %v; want from %d", from, err, want)
-		}
+	// The engine's own current version: SQLite's is SchemaVersion,
+	// PostgreSQL numbers its schema on its own.
+	_, current, err := leaseq.Migrate(ctx, db)
+	if err != nil || current < 1 {
+		t.Fatalf("Migrate: to %d, %v", current, err)
+	}
+	if e.name == "sqlite" && current != leaseq.SchemaVersion {
+		t.Fatalf("Migrate on SQLite: to %d, want SchemaVersion %d", current, leaseq.SchemaVersion)
+	}
+	if from, to, err := leaseq.Migrate(ctx, db); err != nil || from != current || to != current {
+		t.Fatalf("Migrate again: from %d to %d, %v; want %d (nothing to do)", from, to, err, current)
 	}
 	q, err = leaseq.New(ctx, db, leaseq.Options{ReadOnly: true})
 	must(t, err)
 	must(t, q.Close())
-	later := leaseq.SchemaVersion + 1
+	later := current + 1
 	setVersion(t, e, db, later)
 	before := snapshotDB(t, db)
 	q, err = leaseq.New(ctx, db, leaseq.Options{ReadOnly: true})
 	if q != nil {
 		t.Fatal("New with ReadOnly returned a queue on a newer schema")
 	}
-	wantErrSays(t, err, leaseq.ErrInvalid, fmt.Sprintf("schema version is %d, this leaseq knows version %d", later, leaseq.SchemaVersion))
-	_, err = leaseq.Migrate(ctx, db)
+	wantErrSays(t, err, leaseq.ErrInvalid, fmt.Sprintf("schema version is %d, this leaseq knows version %d", later, current))
+	_, _, err = leaseq.Migrate(ctx, db)
 	wantErrSays(t, err, leaseq.ErrInvalid, fmt.Sprintf("schema version is %d", later))
 	if after := snapshotDB(t, db); after != before {
 		t.Fatalf("the refused calls changed the tables:\n%s want\n%s", after, before)
@@ -351,9 +358,9 @@ func TestFileReplacedNamed(t *testing.T) {
 // TestMigrateInvalid: Migrate with a nil context or database is ErrInvalid.
 func TestMigrateInvalid(t *testing.T) {
 	db := openSQLite(t, sqliteEngine.fresh(t))
-	_, err := leaseq.Migrate(nil, db)
+	_, _, err := leaseq.Migrate(nil, db)
 	wantErrSays(t, err, leaseq.ErrInvalid, "ctx is nil")
-	_, err = leaseq.Migrate(context.Background(), nil)
+	_, _, err = leaseq.Migrate(context.Background(), nil)
 	wantErrSays(t, err, leaseq.ErrInvalid, "db is nil")
 	wantNoTables(t, sqliteEngine, db)
 }

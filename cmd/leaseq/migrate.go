@@ -51,11 +51,11 @@ func runMigrate(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	from, err := leaseq.Migrate(ctx, db)
+	from, to, err := leaseq.Migrate(ctx, db)
 	if err != nil {
 		return fmt.Errorf("database %s: %s", shown(f.db), reason(err))
 	}
-	out := migrateJSON{From: from, To: leaseq.SchemaVersion}
+	out := migrateJSON{From: from, To: to}
 	if f.json {
 		return writeJSON(stdout, out)
 	}
