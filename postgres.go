@@ -453,13 +453,9 @@ func (e *pgEngine) settle(ctx context.Context, q *Queue, fs []fenced, share shar
 		if err := lockJobs(ctx, tx, q, ids...); err != nil {
 			return err
 		}
-		now := q.nowArg()
-		if now == nil {
-			var ms int64
-			if err := tx.QueryRowContext(ctx, "SELECT leaseq_now()").Scan(&ms); err != nil {
-				return err
-			}
-			now = ms
+		now, err := txNow(ctx, tx, q)
+		if err != nil {
+			return err
 		}
 		for i, f := range fs {
 			var err error
@@ -472,17 +468,33 @@ func (e *pgEngine) settle(ctx context.Context, q *Queue, fs []fenced, share shar
 	return out, err
 }
 
+// txNow is the queue's clock, or the server's read in tx: on the
+// transaction at hand, so that a call needs no second connection for it (a
+// pool of one connection would have none to give).
+func txNow(ctx context.Context, tx execer, q *Queue) (int64, error) {
+	if !q.serverClock {
+		return q.now(), nil
+	}
+	var ms int64
+	err := tx.QueryRowContext(ctx, "SELECT leaseq_now()").Scan(&ms)
+	return ms, err
+}
+
 // operate runs an operator's update, and reads the row when it matched
-// none, in one transaction, at the queue's clock read once the transaction
-// holds the row (rule 8; see settle).
+// none, in one transaction, at the queue's clock (or the server's, read in
+// the transaction) once the transaction holds the row (rule 8; see
+// settle).
 func (e *pgEngine) operate(ctx context.Context, q *Queue, o operation) (refusal, error) {
 	var r refusal
 	err := e.write(ctx, func(ctx context.Context, tx execer) error {
 		if err := lockJobs(ctx, tx, q, o.id); err != nil {
 			return err
 		}
-		var err error
-		r, err = operateTx(ctx, tx, q, o)
+		now, err := txNow(ctx, tx, q)
+		if err != nil {
+			return err
+		}
+		r, err = operateTx(ctx, tx, q, o, now)
 		return err
 	})
 	return r, err
