@@ -426,12 +426,17 @@ func lockJobs(ctx context.Context, tx execer, q *Queue, ids ...string) error {
 // instant, on a row that a call judged later had already changed.
 //
 // On the server's clock, a worker pool's finish joins its queue's pool step
-// (postgres_pool.go), and a batch of finishes is one statement
-// (finishMany).
+// (postgres_pool.go), and is run alone if the step did not accept it; a
+// batch of finishes is one statement (finishMany).
 func (e *pgEngine) settle(ctx context.Context, q *Queue, fs []fenced, share sharing) ([]settled, error) {
 	if share == sharePool && q.serverClock && len(fs) == 1 && fs[0].kind == fenceFinish {
+		// A finish the step did not accept was refused, or its row was
+		// held by another transaction, which the step skips rather than
+		// wait for (rule 39): alone, below, it waits for the row.
 		r, err := e.pool(q).finish(ctx, fs[0].c)
-		return []settled{r}, err
+		if err != nil || r.ok {
+			return []settled{r}, err
+		}
 	}
 	if len(fs) > 1 && q.serverClock && !slices.ContainsFunc(fs, func(f fenced) bool { return f.kind != fenceFinish }) {
 		return e.finishMany(ctx, q, fs)

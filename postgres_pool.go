@@ -21,7 +21,11 @@ import (
 //
 // It is for pools on the server's clock, the production case: the step
 // reads the server's clock once, in the statement. Each finish is fenced on
-// its own, exactly as a single one; a claim is leaseq_claim's. The callers'
+// its own, exactly as a single one; a claim is leaseq_claim's. The step
+// skips the row of a finish that another transaction holds, as a claim
+// skips it, so that one locked row holds up no other call of the pool; such
+// a finish comes back unaccepted and its caller runs it alone (settle),
+// waiting for the row. The callers'
 // contexts are looked at only while they wait: a call taken into a step
 // waits for its end (at most poolStepWait), because the claims it asked for
 // may have committed, and a pool must run every job it claimed.
