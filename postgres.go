@@ -287,23 +287,22 @@ func nowOr(q *Queue, now int64) any {
 const pgClaimSQL = `SELECT seq, id, qty, payload, token, attempts, lease_until, deadline, priority
 FROM leaseq_claim($1, $2, $3, $4, $5)`
 
-// claim runs leaseq_claim as one statement. An idle claim changes no row
-// and so takes no lock (rule 23 in README's "The rules"). An injected clock
-// is read once the claim holds its connection, so that a wait for one (a
-// new connection takes a while, more so while the server recovers) does
-// not leave the claim judging at a stale instant (rule 8); the rows it
-// takes it locks itself, so it cannot read a clock of this process after
-// that. A worker pool's claim on the server's clock joins its queue's pool
-// step instead (postgres_pool.go).
+// claim runs leaseq_claim in a transaction of its own. An idle claim
+// changes no row and so takes no lock (rule 23 in README's "The rules"). An
+// injected clock is read once the claim holds its connection, so that a
+// wait for one (a new connection takes a while, more so while the server
+// recovers) does not leave the claim judging at a stale instant (rule 8);
+// the rows it takes it locks itself, so it cannot read a clock of this
+// process after that. A worker pool's claim on the server's clock joins its
+// queue's pool step instead (postgres_pool.go).
 //
-// The statement, once sent, is not cut short by ctx: it commits on its own,
-// so an end of ctx while it ran would leave the claims committed and their
-// caller with an error and no claims, the jobs leased to nobody who knows
-// until their leases end (Work runs a claim that committed as its context
-// ended under its drain); and until the cancellation reached the server it
-// would go on holding the rows it locked, hiding them from other claimers'
-// sweeps. A claim does not wait for locks (rule 39), so it runs briefly past
-// ctx at most, as a COMMIT does on SQLite.
+// Every statement runs on ctx, so that a claim returns when ctx ends, also
+// while the server does not answer (rule 24): the driver then closes the
+// connection, and a transaction the server had not been asked to commit
+// is rolled back once the server notices. The claims are read before the
+// COMMIT, so that a COMMIT cut short — which the server may carry out after
+// its caller left — leaves claims this process knows: they are undone at
+// once (abandon), not left leased to nobody until their leases end.
 func (e *pgEngine) claim(ctx context.Context, q *Queue, owner string, lease time.Duration, max int, share sharing) ([]Claim, error) {
 	if share == sharePool && q.serverClock {
 		return e.pool(q).claim(ctx, owner, lease, max)
@@ -313,23 +312,85 @@ func (e *pgEngine) claim(ctx context.Context, q *Queue, owner string, lease time
 	}
 	var cs []Claim
 	err := retrySerialization(ctx, func() error {
-		// The wait for a connection still heeds ctx.
-		conn, err := e.dbh.Conn(ctx)
+		cs = nil
+		tx, err := e.dbh.BeginTx(ctx, nil)
 		if err != nil {
 			return err
 		}
-		defer conn.Close()
-		rows, err := conn.QueryContext(context.WithoutCancel(ctx), pgClaimSQL, q.name, owner, q.nowArg(), lease.Milliseconds(), max)
+		rows, err := tx.QueryContext(ctx, pgClaimSQL, q.name, owner, q.nowArg(), lease.Milliseconds(), max)
+		if err == nil {
+			cs, err = scanClaims(rows, owner)
+		}
+		if err == nil {
+			err = ctx.Err()
+		}
 		if err != nil {
+			tx.Rollback()
+			cs = nil
 			return err
 		}
-		cs, err = scanClaims(rows, owner)
-		return err
+		if err := tx.Commit(); err != nil {
+			e.abandon(q.name, q.nowArg, cs)
+			cs = nil
+			return err
+		}
+		return nil
 	})
 	if len(cs) == 0 {
 		cs = nil
 	}
 	return cs, pgError(err)
+}
+
+// pgUnclaimSQL undoes claims that no caller got: each job whose row is
+// still leased by its claim goes back to pending, claimable at once, with
+// its attempt given back. Its token stays spent, so no token is ever handed
+// out twice; its reason and run_at stay as they were.
+const pgUnclaimSQL = `
+UPDATE leaseq_jobs j SET status = 'pending', ready = 1, attempts = greatest(j.attempts - 1, 0),
+    lease_until = t.now, due_at = t.now, updated_at = t.now
+FROM (SELECT coalesce($2::bigint, leaseq_now()) AS now) t,
+     unnest($3::text[], $4::text[], $5::bigint[]) AS c(id, owner, token)
+WHERE j.queue = $1 AND j.id = c.id AND j.owner = c.owner AND j.token = c.token AND j.status = 'leased'`
+
+// abandonWait bounds the undoing of claims whose caller left.
+const abandonWait = 30 * time.Second
+
+// abandon undoes, in the background, claims of queue that may have
+// committed after their caller left with an error (pgUnclaimSQL), at now's
+// instant (nil: the server's). If they did not commit the statement finds
+// nothing; while the server has not settled their transaction yet, it
+// waits for their rows. A failed try is made again until abandonWait has
+// passed or the database is closed.
+func (e *pgEngine) abandon(queue string, now func() any, cs []Claim) {
+	if len(cs) == 0 {
+		return
+	}
+	ids, owners, tokens := make([]string, len(cs)), make([]string, len(cs)), make([]int64, len(cs))
+	for i, c := range cs {
+		ids[i], owners[i], tokens[i] = c.ID, c.Owner, c.Token
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), abandonWait)
+		defer cancel()
+		for n := 1; ; n++ {
+			res, err := e.dbh.ExecContext(ctx, pgUnclaimSQL, queue, now(), ids, owners, tokens)
+			if err == nil {
+				if undone, _ := res.RowsAffected(); undone > 0 {
+					e.wake.signal(queue)
+				}
+				return
+			}
+			if ctx.Err() != nil || e.usable() != nil {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(faultDelay(n, 0)):
+			}
+		}
+	}()
 }
 
 // pgNow is the instant of a statement: the queue's clock ($5), or the
@@ -546,12 +607,13 @@ func (e *pgEngine) read(ctx context.Context, fn func(db execer) error) error {
 // write runs fn in one READ COMMITTED transaction and commits it, retrying
 // the whole transaction on a serialization failure or a deadlock (rule 41).
 // As on SQLite (tx.go), a transaction whose context ended before COMMIT is
-// rolled back, never committed, and COMMIT itself is not interrupted: the
-// transaction runs on a context that is not cancelled, its statements on
-// ctx.
+// rolled back, never committed. Its BEGIN, statements and COMMIT run on
+// ctx, so that the call returns when ctx ends, also while the server does
+// not answer (rule 24); a COMMIT cut short that way may still be carried
+// out by the server, which the caller cannot tell from a COMMIT refused.
 func (e *pgEngine) write(ctx context.Context, fn txFunc) error {
 	return pgError(retrySerialization(ctx, func() error {
-		tx, err := e.dbh.BeginTx(context.WithoutCancel(ctx), nil)
+		tx, err := e.dbh.BeginTx(ctx, nil)
 		if err != nil {
 			return err
 		}
