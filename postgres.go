@@ -17,8 +17,8 @@ import (
 // has many writers and row locks, so this engine keeps none of SQLite's
 // transaction strategy (tx.go, group.go): no writer's turn, no pinned
 // connection, no group commit. Each single call is one statement on the
-// pool, committed on its own; a batch, an operator's call and a purge chunk
-// are one short READ COMMITTED transaction. Concurrent calls run on as many
+// pool, committed on its own; a claim, a batch, an operator's call and a
+// purge chunk are one short READ COMMITTED transaction. Concurrent calls run on as many
 // connections as the pool allows, and the server batches their commits
 // itself: a backend that flushes the write-ahead log flushes every commit
 // record written so far, so sixteen workers finishing at once share

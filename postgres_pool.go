@@ -25,13 +25,14 @@ import (
 // skips the row of a finish that another transaction holds, as a claim
 // skips it, so that one locked row holds up no other call of the pool; such
 // a finish comes back unaccepted and its caller runs it alone (settle),
-// waiting for the row. The callers'
-// contexts end their calls: a call still waiting leaves the list; a call
-// taken into a step waits for the step until its stepWait ends (its
-// context, unless the caller gave it longer: Work gives its claims its
-// drain time), then leaves with its context's error, and whatever the step
-// claimed for it is undone once the step answers (abandon), so that no job
-// stays leased to a caller that is gone.
+// waiting for the row.
+//
+// The callers' contexts end their calls: a call still waiting leaves the
+// list; a call taken into a step waits for the step until its stepWait
+// ends (its context, unless the caller gave it longer: Work gives its
+// claims its drain time), then leaves with its context's error, and
+// whatever the step claimed for it is undone once the step answers
+// (abandon), so that no job stays leased to a caller that is gone.
 
 // poolMaxCalls bounds the calls of one step.
 const poolMaxCalls = 256
