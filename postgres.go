@@ -358,10 +358,13 @@ const abandonWait = 30 * time.Second
 
 // abandon undoes, in the background, claims of queue that may have
 // committed after their caller left with an error (pgUnclaimSQL), at now's
-// instant (nil: the server's). If they did not commit the statement finds
-// nothing; while the server has not settled their transaction yet, it
-// waits for their rows. A failed try is made again until abandonWait has
-// passed or the database is closed.
+// instant (nil: the server's). It first locks the jobs' rows, so that it
+// waits for the claim's transaction while the server has not settled it:
+// the update alone would see the rows as they were before the claim and
+// pass them by. If the claims did not commit it finds nothing. A failed try
+// is made again until abandonWait has passed or the database is closed; a
+// server that does not answer for longer leaves the claims leased until
+// their leases end, as a crashed worker's are.
 func (e *pgEngine) abandon(queue string, now func() any, cs []Claim) {
 	if len(cs) == 0 {
 		return
@@ -374,9 +377,19 @@ func (e *pgEngine) abandon(queue string, now func() any, cs []Claim) {
 		ctx, cancel := context.WithTimeout(context.Background(), abandonWait)
 		defer cancel()
 		for n := 1; ; n++ {
-			res, err := e.dbh.ExecContext(ctx, pgUnclaimSQL, queue, now(), ids, owners, tokens)
+			var undone int64
+			err := e.write(ctx, func(ctx context.Context, tx execer) error {
+				if _, err := tx.ExecContext(ctx, pgLockSQL, queue, ids); err != nil {
+					return err
+				}
+				res, err := tx.ExecContext(ctx, pgUnclaimSQL, queue, now(), ids, owners, tokens)
+				if err == nil {
+					undone, err = res.RowsAffected()
+				}
+				return err
+			})
 			if err == nil {
-				if undone, _ := res.RowsAffected(); undone > 0 {
+				if undone > 0 {
 					e.wake.signal(queue)
 				}
 				return

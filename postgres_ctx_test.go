@@ -52,11 +52,20 @@ func TestPostgresClaimCutShortIsUndone(t *testing.T) {
 		t.Fatalf("Claim took %v, want it back at once when its context ended, not after the server's answer", took)
 	}
 	direct0 := openPostgresQueue(t, direct)
-	waitUntil(t, 20*time.Second, "the claim cut short to be undone", func() bool {
-		row, err := direct0.Get(ctx, "j")
-		return err == nil && row.Status == leaseq.StatusPending && row.Token == 1
-	})
-	row, _ := direct0.Get(ctx, "j")
+	var row leaseq.State
+	for limit := time.Now().Add(20 * time.Second); ; {
+		row, err = direct0.Get(ctx, "j")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if row.Status == leaseq.StatusPending && row.Token == 1 {
+			break
+		}
+		if time.Now().After(limit) {
+			t.Fatalf("row %s 20s after the claim was cut short; want it undone: pending, token 1", fmtState(row))
+		}
+		time.Sleep(5 * time.Millisecond) // polling the row, bounded by limit
+	}
 	if row.Attempts != 0 || !row.LeaseUntil.Equal(t0) {
 		t.Fatalf("row %s after the undo; want pending, its attempt given back, released at the queue's instant", fmtState(row))
 	}

@@ -179,6 +179,13 @@ func TestPostgresFrozenServer(t *testing.T) {
 		}
 		f.noLeaseLeftBut(claim, c.name)
 	}
+	// Work's step, sent before its context ended, claimed once the server
+	// went on, after Work had left: those claims were undone, not run.
+	var undone int
+	err = f.admin.QueryRow("SELECT count(*) FROM leaseq_jobs WHERE status = 'pending' AND token > 0 AND attempts = 0").Scan(&undone)
+	if err != nil || undone == 0 {
+		t.Errorf("%d jobs pending with a spent token and no attempt, %v; want Work's claims undone", undone, err)
+	}
 }
 
 // cmpErr is err, or else want: Work returns nil after its context ended.
