@@ -28,8 +28,8 @@ import (
 // least one, or the error wraps [ErrInvalid]. Claim holds no lock once it
 // returns. A Claim whose context ends first returns the context's error
 // and leaves no job leased to it: on PostgreSQL, a claim the server
-// commits after its caller left is undone at once (the job pending again,
-// its attempt given back, its token spent). Pass the claim to
+// commits after its caller left is released at once, with no delay, as a
+// Work shutdown releases a job (the attempt stays counted). Pass the claim to
 // [Queue.Finish], [Queue.Extend], [Queue.Release] or [Queue.Fail].
 func (q *Queue) Claim(ctx context.Context, owner string, lease time.Duration) (Claim, bool, error) {
 	cs, err := q.claimN(ctx, "claim", owner, lease, 1, shareCalls)

@@ -301,7 +301,7 @@ FROM leaseq_claim($1, $2, $3, $4, $5)`
 // connection, and a transaction the server had not been asked to commit
 // is rolled back once the server notices. The claims are read before the
 // COMMIT, so that a COMMIT cut short — which the server may carry out after
-// its caller left — leaves claims this process knows: they are undone at
+// its caller left — leaves claims this process knows: they are released at
 // once (abandon), not left leased to nobody until their leases end.
 func (e *pgEngine) claim(ctx context.Context, q *Queue, owner string, lease time.Duration, max int, share sharing) ([]Claim, error) {
 	if share == sharePool && q.serverClock {
@@ -330,7 +330,7 @@ func (e *pgEngine) claim(ctx context.Context, q *Queue, owner string, lease time
 			return err
 		}
 		if err := tx.Commit(); err != nil {
-			e.abandon(q.name, q.nowArg, cs)
+			e.abandon(q, cs)
 			cs = nil
 			return err
 		}
@@ -342,55 +342,53 @@ func (e *pgEngine) claim(ctx context.Context, q *Queue, owner string, lease time
 	return cs, pgError(err)
 }
 
-// pgUnclaimSQL undoes claims that no caller got: each job whose row is
-// still leased by its claim goes back to pending, claimable at once, with
-// its attempt given back. Its token stays spent, so no token is ever handed
-// out twice; its reason and run_at stay as they were.
-const pgUnclaimSQL = `
-UPDATE leaseq_jobs j SET status = 'pending', ready = 1, attempts = greatest(j.attempts - 1, 0),
-    lease_until = t.now, due_at = t.now, updated_at = t.now
-FROM (SELECT coalesce($2::bigint, leaseq_now()) AS now) t,
-     unnest($3::text[], $4::text[], $5::bigint[]) AS c(id, owner, token)
-WHERE j.queue = $1 AND j.id = c.id AND j.owner = c.owner AND j.token = c.token AND j.status = 'leased'`
+// undoneReason is the reason a claim undone by abandon leaves.
+const undoneReason = "claim undone: its caller left before the claim's answer came"
 
 // abandonWait bounds the undoing of claims whose caller left.
 const abandonWait = 30 * time.Second
 
-// abandon undoes, in the background, claims of queue that may have
-// committed after their caller left with an error (pgUnclaimSQL), at now's
-// instant (nil: the server's). It first locks the jobs' rows, so that it
-// waits for the claim's transaction while the server has not settled it:
-// the update alone would see the rows as they were before the claim and
-// pass them by. If the claims did not commit it finds nothing. A failed try
-// is made again until abandonWait has passed or the database is closed; a
-// server that does not answer for longer leaves the claims leased until
-// their leases end, as a crashed worker's are.
-func (e *pgEngine) abandon(queue string, now func() any, cs []Claim) {
+// abandon undoes, in the background, claims of q that may have committed
+// after their caller left with an error: each is released with no delay,
+// fenced, as Work's shutdown releases a job (its attempt stays counted, as
+// every claim's does; a job whose attempts are used up is quarantined). It
+// first locks the jobs' rows, so that it waits for the claim's transaction
+// while the server has not settled it: the release alone would see the
+// rows as they were before the claim and pass them by. If the claims did
+// not commit, nothing matches. A failed try is made again until
+// abandonWait has passed or the database is closed; a server that does not
+// answer for longer leaves the claims leased until their leases end, as a
+// crashed worker's are.
+func (e *pgEngine) abandon(q *Queue, cs []Claim) {
 	if len(cs) == 0 {
 		return
 	}
-	ids, owners, tokens := make([]string, len(cs)), make([]string, len(cs)), make([]int64, len(cs))
+	ids := make([]string, len(cs))
 	for i, c := range cs {
-		ids[i], owners[i], tokens[i] = c.ID, c.Owner, c.Token
+		ids[i] = c.ID
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), abandonWait)
 		defer cancel()
 		for n := 1; ; n++ {
-			var undone int64
+			undone := false
 			err := e.write(ctx, func(ctx context.Context, tx execer) error {
-				if _, err := tx.ExecContext(ctx, pgLockSQL, queue, ids); err != nil {
+				if err := lockJobs(ctx, tx, q, ids...); err != nil {
 					return err
 				}
-				res, err := tx.ExecContext(ctx, pgUnclaimSQL, queue, now(), ids, owners, tokens)
-				if err == nil {
-					undone, err = res.RowsAffected()
+				now := q.nowArg()
+				for _, c := range cs {
+					r, err := fencedTx(ctx, tx, q, postgresFenced[fenceRelease], releaseFenced(c, 0, undoneReason), now)
+					if err != nil {
+						return err
+					}
+					undone = undone || r.ok
 				}
-				return err
+				return nil
 			})
 			if err == nil {
-				if undone > 0 {
-					e.wake.signal(queue)
+				if undone {
+					e.wake.signal(q.name)
 				}
 				return
 			}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,11 +21,12 @@ import (
 // COMMIT is on the way returns its context's error at once, without
 // waiting for the answer (which a server that stopped answering would
 // never send); the server commits it all the same, and the queue, which
-// read the claims before the COMMIT, undoes them: the job is pending
-// again, claimable at once, its attempt given back and its token spent
-// (rule 24; a job is never left leased to a caller that got an error).
-// Between the queue and the server sits a proxy on loopback that ends the
-// claim's context as the COMMIT passes and holds the server's answer back.
+// read the claims before the COMMIT, releases them at once, fenced, with
+// no delay: the job is pending again, claimable at once, its token and
+// attempt spent as every claim's are (rule 24; a job is never left leased
+// to a caller that got an error). Between the queue and the server sits a
+// proxy on loopback that ends the claim's context as the COMMIT passes and
+// holds the server's answer back.
 func TestPostgresClaimCutShortIsUndone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -62,16 +64,16 @@ func TestPostgresClaimCutShortIsUndone(t *testing.T) {
 			break
 		}
 		if time.Now().After(limit) {
-			t.Fatalf("row %s 20s after the claim was cut short; want it undone: pending, token 1", fmtState(row))
+			t.Fatalf("row %s 20s after the claim was cut short; want it released: pending, token 1", fmtState(row))
 		}
 		time.Sleep(5 * time.Millisecond) // polling the row, bounded by limit
 	}
-	if row.Attempts != 0 || !row.LeaseUntil.Equal(t0) {
-		t.Fatalf("row %s after the undo; want pending, its attempt given back, released at the queue's instant", fmtState(row))
+	if row.Attempts != 1 || !row.LeaseUntil.Equal(t0) || !row.RunAt.Equal(t0) || !strings.HasPrefix(row.Reason, "claim undone") {
+		t.Fatalf("row %s after the undo; want released at the queue's instant with no delay, saying why", fmtState(row))
 	}
 	c, ok, err := q.Claim(ctx, "w2", time.Minute)
-	if err != nil || !ok || c.Token != 2 || c.Attempt != 1 {
-		t.Fatalf("Claim after the undo: %+v %v %v; want the job with token 2, attempt 1", c, ok, err)
+	if err != nil || !ok || c.Token != 2 || c.Attempt != 2 {
+		t.Fatalf("Claim after the undo: %+v %v %v; want the job with token 2, attempt 2", c, ok, err)
 	}
 }
 

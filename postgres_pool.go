@@ -31,7 +31,7 @@ import (
 // list; a call taken into a step waits for the step until its stepWait
 // ends (its context, unless the caller gave it longer: Work gives its
 // claims its drain time), then leaves with its context's error, and
-// whatever the step claimed for it is undone once the step answers
+// whatever the step claimed for it is released once the step answers
 // (abandon), so that no job stays leased to a caller that is gone.
 
 // poolMaxCalls bounds the calls of one step.
@@ -65,6 +65,7 @@ func stepWait(ctx context.Context) context.Context {
 type pgPool struct {
 	e       *pgEngine
 	name    string
+	q       *Queue // the first Queue of the name that asked, for abandon
 	mu      sync.Mutex
 	waiting []*poolCall
 	running bool // a committer goroutine is working the list
@@ -99,7 +100,7 @@ func (e *pgEngine) pool(q *Queue) *pgPool {
 		if e.pools == nil {
 			e.pools = map[string]*pgPool{}
 		}
-		p = &pgPool{e: e, name: q.name}
+		p = &pgPool{e: e, name: q.name, q: q}
 		e.pools[q.name] = p
 	}
 	return p
@@ -209,13 +210,9 @@ func (p *pgPool) commit() {
 			close(c.done)
 		}
 		p.mu.Unlock()
-		p.e.abandon(p.name, serverInstant, orphans)
+		p.e.abandon(p.q, orphans)
 	}
 }
-
-// serverInstant is the instant argument of a statement judged on the
-// server's clock, which it reads itself.
-func serverInstant() any { return nil }
 
 // gather yields until as many calls wait as were in the last step, or
 // gatherYields yields have passed.

@@ -218,7 +218,7 @@ func (p *pool) run(ctx context.Context) error {
 // claimContext is ctx for the pool's claims, with the drain time as their
 // stepWait (postgres_pool.go): a claim that a PostgreSQL pool step is
 // running as ctx ends is waited for up to DrainTimeout, then left — its
-// claims are undone when the step answers — so that Work returns within
+// claims are released when the step answers — so that Work returns within
 // its drain time also when the server does not answer (rule 24).
 func (p *pool) claimContext(ctx context.Context) (context.Context, func()) {
 	wait, cancel := context.WithCancel(p.bg)
