@@ -26,8 +26,11 @@ import (
 // not slow its writers. owner must be a non-empty name of at most
 // [MaxIDLen] bytes; lease is truncated to the millisecond and must be at
 // least one, or the error wraps [ErrInvalid]. Claim holds no lock once it
-// returns. Pass the claim to [Queue.Finish], [Queue.Extend],
-// [Queue.Release] or [Queue.Fail].
+// returns. A Claim whose context ends first returns the context's error
+// and leaves no job leased to it: on PostgreSQL, a claim the server
+// commits after its caller left is released at once, with no delay, as a
+// Work shutdown releases a job (the attempt stays counted). Pass the claim to
+// [Queue.Finish], [Queue.Extend], [Queue.Release] or [Queue.Fail].
 func (q *Queue) Claim(ctx context.Context, owner string, lease time.Duration) (Claim, bool, error) {
 	cs, err := q.claimN(ctx, "claim", owner, lease, 1, shareCalls)
 	if err != nil || len(cs) == 0 {

@@ -92,23 +92,49 @@ func (s *store) operate(ctx context.Context, q *Queue, o operation) (refusal, er
 	var r refusal
 	err := s.writeTx(ctx, nil, func(ctx context.Context, tx execer) error {
 		var err error
-		r, err = operateTx(ctx, tx, q, o)
+		r, err = operateTx(ctx, tx, q, o, q.now())
 		return err
 	})
 	return r, err
 }
 
+// operateTries bounds how often an operator's update is run again because
+// the row read to explain its refusal says it should have matched.
+const operateTries = 5
+
 // operateTx is the body of an operator's transaction on either engine: o's
-// update at the queue's clock, read now, and when it matched no row the
-// row as it is.
-func operateTx(ctx context.Context, tx execer, q *Queue, o operation) (refusal, error) {
-	r := refusal{now: q.now()}
-	var err error
-	r.applied, err = runOperation(ctx, tx, q, o, r.now)
-	if err != nil || r.applied {
-		return r, err
+// update at now, and when it matched no row the row as it is. Under
+// PostgreSQL's READ COMMITTED each statement sees what was committed when
+// it began, so a row committed between the update and the read (an Enqueue
+// of the ID, a claim moving the job) could explain a refusal with a status
+// the update would have taken: the update is then run again, so that the
+// answer and its reason come from the same view of the row. Under SQLite's
+// write lock nothing commits in between.
+func operateTx(ctx context.Context, tx execer, q *Queue, o operation, now int64) (refusal, error) {
+	for try := 1; ; try++ {
+		r := refusal{now: now}
+		var err error
+		r.applied, err = runOperation(ctx, tx, q, o, now)
+		if err != nil || r.applied {
+			return r, err
+		}
+		if err := readRefusal(ctx, tx, q, o.id, &r); err != nil || !o.matches(r) || try == operateTries {
+			return r, err
+		}
 	}
-	return r, readRefusal(ctx, tx, q, o.id, &r)
+}
+
+// matches reports whether o's update would take the row r read: a refusal
+// that r contradicts.
+func (o operation) matches(r refusal) bool {
+	switch {
+	case !r.found:
+		return false
+	case o.kind == opCancel:
+		return r.status == StatusPending || r.status == StatusLeased
+	default:
+		return r.status == StatusQuarantined && (!r.deadline.Valid || r.deadline.Int64 > r.now)
+	}
 }
 
 // runOperation runs o's update at now and reports whether it matched the

@@ -18,8 +18,8 @@ import (
 // has many writers and row locks, so this engine keeps none of SQLite's
 // transaction strategy (tx.go, group.go): no writer's turn, no pinned
 // connection, no group commit. Each single call is one statement on the
-// pool, committed on its own; a batch, an operator's call and a purge chunk
-// are one short READ COMMITTED transaction. Concurrent calls run on as many
+// pool, committed on its own; a claim, a batch, an operator's call and a
+// purge chunk are one short READ COMMITTED transaction. Concurrent calls run on as many
 // connections as the pool allows, and the server batches their commits
 // itself: a backend that flushes the write-ahead log flushes every commit
 // record written so far, so sixteen workers finishing at once share
@@ -439,23 +439,22 @@ func nowOr(q *Queue, now int64) any {
 const pgClaimSQL = `SELECT seq, id, qty, payload, token, attempts, lease_until, deadline, priority
 FROM leaseq_claim($1, $2, $3, $4, $5)`
 
-// claim runs leaseq_claim as one statement. An idle claim changes no row
-// and so takes no lock (rule 23 in README's "The rules"). An injected clock
-// is read once the claim holds its connection, so that a wait for one (a
-// new connection takes a while, more so while the server recovers) does
-// not leave the claim judging at a stale instant (rule 8); the rows it
-// takes it locks itself, so it cannot read a clock of this process after
-// that. A worker pool's claim on the server's clock joins its queue's pool
-// step instead (postgres_pool.go).
+// claim runs leaseq_claim in a transaction of its own. An idle claim
+// changes no row and so takes no lock (rule 23 in README's "The rules"). An
+// injected clock is read once the claim holds its connection, so that a
+// wait for one (a new connection takes a while, more so while the server
+// recovers) does not leave the claim judging at a stale instant (rule 8);
+// the rows it takes it locks itself, so it cannot read a clock of this
+// process after that. A worker pool's claim on the server's clock joins its
+// queue's pool step instead (postgres_pool.go).
 //
-// The statement, once sent, is not cut short by ctx: it commits on its own,
-// so an end of ctx while it ran would leave the claims committed and their
-// caller with an error and no claims, the jobs leased to nobody who knows
-// until their leases end (Work runs a claim that committed as its context
-// ended under its drain); and until the cancellation reached the server it
-// would go on holding the rows it locked, hiding them from other claimers'
-// sweeps. A claim does not wait for locks (rule 39), so it runs briefly past
-// ctx at most, as a COMMIT does on SQLite.
+// Every statement runs on ctx, so that a claim returns when ctx ends, also
+// while the server does not answer (rule 24): the driver then closes the
+// connection, and a transaction the server had not been asked to commit
+// is rolled back once the server notices. The claims are read before the
+// COMMIT, so that a COMMIT cut short — which the server may carry out after
+// its caller left — leaves claims this process knows: they are released at
+// once (abandon), not left leased to nobody until their leases end.
 func (e *pgEngine) claim(ctx context.Context, q *Queue, owner string, lease time.Duration, max int, share sharing) ([]Claim, error) {
 	if share == sharePool && q.serverClock {
 		return e.pool(q).claim(ctx, owner, lease, max)
@@ -465,23 +464,96 @@ func (e *pgEngine) claim(ctx context.Context, q *Queue, owner string, lease time
 	}
 	var cs []Claim
 	err := retrySerialization(ctx, func() error {
-		// The wait for a connection still heeds ctx.
-		conn, err := e.dbh.Conn(ctx)
+		cs = nil
+		tx, err := e.dbh.BeginTx(ctx, nil)
 		if err != nil {
 			return err
 		}
-		defer conn.Close()
-		rows, err := conn.QueryContext(context.WithoutCancel(ctx), pgClaimSQL, q.name, owner, q.nowArg(), lease.Milliseconds(), max)
+		rows, err := tx.QueryContext(ctx, pgClaimSQL, q.name, owner, q.nowArg(), lease.Milliseconds(), max)
+		if err == nil {
+			cs, err = scanClaims(rows, owner)
+		}
+		if err == nil {
+			err = ctx.Err()
+		}
 		if err != nil {
+			tx.Rollback()
+			cs = nil
 			return err
 		}
-		cs, err = scanClaims(rows, owner)
-		return err
+		if err := tx.Commit(); err != nil {
+			e.abandon(q, cs)
+			cs = nil
+			return err
+		}
+		return nil
 	})
 	if len(cs) == 0 {
 		cs = nil
 	}
 	return cs, pgError(err)
+}
+
+// undoneReason is the reason a claim undone by abandon leaves.
+const undoneReason = "claim undone: its caller left before the claim's answer came"
+
+// abandonWait bounds the undoing of claims whose caller left.
+const abandonWait = 30 * time.Second
+
+// abandon undoes, in the background, claims of q that may have committed
+// after their caller left with an error: each is released with no delay,
+// fenced, as Work's shutdown releases a job (its attempt stays counted, as
+// every claim's does; a job whose attempts are used up is quarantined). It
+// first locks the jobs' rows, so that it waits for the claim's transaction
+// while the server has not settled it: the release alone would see the
+// rows as they were before the claim and pass them by. If the claims did
+// not commit, nothing matches. A failed try is made again until
+// abandonWait has passed or the database is closed; a server that does not
+// answer for longer leaves the claims leased until their leases end, as a
+// crashed worker's are.
+func (e *pgEngine) abandon(q *Queue, cs []Claim) {
+	if len(cs) == 0 {
+		return
+	}
+	ids := make([]string, len(cs))
+	for i, c := range cs {
+		ids[i] = c.ID
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), abandonWait)
+		defer cancel()
+		for n := 1; ; n++ {
+			undone := false
+			err := e.write(ctx, func(ctx context.Context, tx execer) error {
+				if err := lockJobs(ctx, tx, q, ids...); err != nil {
+					return err
+				}
+				now := q.nowArg()
+				for _, c := range cs {
+					r, err := fencedTx(ctx, tx, q, postgresFenced[fenceRelease], releaseFenced(c, 0, undoneReason), now)
+					if err != nil {
+						return err
+					}
+					undone = undone || r.ok
+				}
+				return nil
+			})
+			if err == nil {
+				if undone {
+					e.wake.signal(q.name)
+				}
+				return
+			}
+			if ctx.Err() != nil || e.usable() != nil {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(faultDelay(n, 0)):
+			}
+		}
+	}()
 }
 
 // pgNow is the instant of a statement: the queue's clock ($5), or the
@@ -578,12 +650,17 @@ func lockJobs(ctx context.Context, tx execer, q *Queue, ids ...string) error {
 // instant, on a row that a call judged later had already changed.
 //
 // On the server's clock, a worker pool's finish joins its queue's pool step
-// (postgres_pool.go), and a batch of finishes is one statement
-// (finishMany).
+// (postgres_pool.go), and is run alone if the step did not accept it; a
+// batch of finishes is one statement (finishMany).
 func (e *pgEngine) settle(ctx context.Context, q *Queue, fs []fenced, share sharing) ([]settled, error) {
 	if share == sharePool && q.serverClock && len(fs) == 1 && fs[0].kind == fenceFinish {
+		// A finish the step did not accept was refused, or its row was
+		// held by another transaction, which the step skips rather than
+		// wait for (rule 39): alone, below, it waits for the row.
 		r, err := e.pool(q).finish(ctx, fs[0].c)
-		return []settled{r}, err
+		if err != nil || r.ok {
+			return []settled{r}, err
+		}
 	}
 	if len(fs) > 1 && q.serverClock && !slices.ContainsFunc(fs, func(f fenced) bool { return f.kind != fenceFinish }) {
 		return e.finishMany(ctx, q, fs)
@@ -605,13 +682,9 @@ func (e *pgEngine) settle(ctx context.Context, q *Queue, fs []fenced, share shar
 		if err := lockJobs(ctx, tx, q, ids...); err != nil {
 			return err
 		}
-		now := q.nowArg()
-		if now == nil {
-			var ms int64
-			if err := tx.QueryRowContext(ctx, "SELECT leaseq_now()").Scan(&ms); err != nil {
-				return err
-			}
-			now = ms
+		now, err := txNow(ctx, tx, q)
+		if err != nil {
+			return err
 		}
 		for i, f := range fs {
 			var err error
@@ -624,17 +697,33 @@ func (e *pgEngine) settle(ctx context.Context, q *Queue, fs []fenced, share shar
 	return out, err
 }
 
+// txNow is the queue's clock, or the server's read in tx: on the
+// transaction at hand, so that a call needs no second connection for it (a
+// pool of one connection would have none to give).
+func txNow(ctx context.Context, tx execer, q *Queue) (int64, error) {
+	if !q.serverClock {
+		return q.now(), nil
+	}
+	var ms int64
+	err := tx.QueryRowContext(ctx, "SELECT leaseq_now()").Scan(&ms)
+	return ms, err
+}
+
 // operate runs an operator's update, and reads the row when it matched
-// none, in one transaction, at the queue's clock read once the transaction
-// holds the row (rule 8; see settle).
+// none, in one transaction, at the queue's clock (or the server's, read in
+// the transaction) once the transaction holds the row (rule 8; see
+// settle).
 func (e *pgEngine) operate(ctx context.Context, q *Queue, o operation) (refusal, error) {
 	var r refusal
 	err := e.write(ctx, func(ctx context.Context, tx execer) error {
 		if err := lockJobs(ctx, tx, q, o.id); err != nil {
 			return err
 		}
-		var err error
-		r, err = operateTx(ctx, tx, q, o)
+		now, err := txNow(ctx, tx, q)
+		if err != nil {
+			return err
+		}
+		r, err = operateTx(ctx, tx, q, o, now)
 		return err
 	})
 	return r, err
@@ -681,12 +770,13 @@ func (e *pgEngine) read(ctx context.Context, fn func(db execer) error) error {
 // write runs fn in one READ COMMITTED transaction and commits it, retrying
 // the whole transaction on a serialization failure or a deadlock (rule 41).
 // As on SQLite (tx.go), a transaction whose context ended before COMMIT is
-// rolled back, never committed, and COMMIT itself is not interrupted: the
-// transaction runs on a context that is not cancelled, its statements on
-// ctx.
+// rolled back, never committed. Its BEGIN, statements and COMMIT run on
+// ctx, so that the call returns when ctx ends, also while the server does
+// not answer (rule 24); a COMMIT cut short that way may still be carried
+// out by the server, which the caller cannot tell from a COMMIT refused.
 func (e *pgEngine) write(ctx context.Context, fn txFunc) error {
 	return pgError(retrySerialization(ctx, func() error {
-		tx, err := e.dbh.BeginTx(context.WithoutCancel(ctx), nil)
+		tx, err := e.dbh.BeginTx(ctx, nil)
 		if err != nil {
 			return err
 		}

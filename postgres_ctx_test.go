@@ -1,11 +1,13 @@
 package leaseq_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
-	"io"
+	"errors"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,44 +17,63 @@ import (
 	"github.com/leaseq/leaseq/internal/pgtest"
 )
 
-// TestPostgresClaimNotCutShortByItsContext checks that on PostgreSQL a claim
-// whose context ends while its statement runs is not cut short: the
-// statement commits on its own, so a claim cut short would leave the job
-// leased while its caller got an error and no claim — Work, whose claims end
-// with its context at shutdown, would never run the job, and nobody could
-// until the lease ended. Between the queue and the server sits a proxy on
-// loopback that holds the server's answers back for a while, so that the
-// claim's context ends after its statement has reached the server and
-// before the answer is back. The queue has one connection, on which an
-// idle claim has prepared the claim's statement already: the claim is then
-// sent whole, in one round trip.
-func TestPostgresClaimNotCutShortByItsContext(t *testing.T) {
+// TestPostgresClaimCutShortIsUndone: a claim whose context ends while its
+// COMMIT is on the way returns its context's error at once, without
+// waiting for the answer (which a server that stopped answering would
+// never send); the server commits it all the same, and the queue, which
+// read the claims before the COMMIT, releases them at once, fenced, with
+// no delay: the job is pending again, claimable at once, its token and
+// attempt spent as every claim's are (rule 24; a job is never left leased
+// to a caller that got an error). Between the queue and the server sits a
+// proxy on loopback that ends the claim's context as the COMMIT passes and
+// holds the server's answer back.
+func TestPostgresClaimCutShortIsUndone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	direct := pgtest.URL(t)
 	px := startSlowProxy(t, direct)
 	q := openPostgresQueue(t, px.url)
-	q.DB().SetMaxOpenConns(1)
-	if _, ok, err := q.Claim(ctx, "w", time.Minute); err != nil || ok {
-		t.Fatalf("Claim on an empty queue: %v, %v", ok, err)
-	}
 	if err := q.Enqueue(ctx, leaseq.Job{ID: "j"}); err != nil {
 		t.Fatal(err)
 	}
-	px.holdAnswers(300 * time.Millisecond)
-	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c, ok, err := q.Claim(cctx, "w", time.Minute)
+	px.onCommit(func() {
+		px.holdAnswers(3 * time.Second)
+		cancel()
+	})
+	began := time.Now()
+	_, ok, err := q.Claim(cctx, "w", time.Minute)
+	took := time.Since(began)
+	px.onCommit(nil)
 	px.holdAnswers(0)
-	row, gerr := openPostgresQueue(t, direct).Get(ctx, "j")
-	switch {
-	case gerr != nil:
-		t.Fatal(gerr)
-	case row.Status == leaseq.StatusLeased && (err != nil || !ok):
-		t.Fatalf("Claim whose context ended mid-statement: %v, %v; but the job is leased to %s (token %d): the claim committed "+
-			"and its caller cannot know", ok, err, row.Owner, row.Token)
-	case err != nil || !ok || c.Token != row.Token:
-		t.Fatalf("Claim: %+v, %v, %v; row %+v; want the claim, sent before its context ended, returned", c, ok, err, row)
+	if ok || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Claim whose context ended as its COMMIT went out: %v, %v; want its context's error", ok, err)
+	}
+	if took > 2*time.Second {
+		t.Fatalf("Claim took %v, want it back at once when its context ended, not after the server's answer", took)
+	}
+	direct0 := openPostgresQueue(t, direct)
+	var row leaseq.State
+	for limit := time.Now().Add(20 * time.Second); ; {
+		row, err = direct0.Get(ctx, "j")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if row.Status == leaseq.StatusPending && row.Token == 1 {
+			break
+		}
+		if time.Now().After(limit) {
+			t.Fatalf("row %s 20s after the claim was cut short; want it released: pending, token 1", fmtState(row))
+		}
+		time.Sleep(5 * time.Millisecond) // polling the row, bounded by limit
+	}
+	if row.Attempts != 1 || !row.LeaseUntil.Equal(t0) || !row.RunAt.Equal(t0) || !strings.HasPrefix(row.Reason, "claim undone") {
+		t.Fatalf("row %s after the undo; want released at the queue's instant with no delay, saying why", fmtState(row))
+	}
+	c, ok, err := q.Claim(ctx, "w2", time.Minute)
+	if err != nil || !ok || c.Token != 2 || c.Attempt != 2 {
+		t.Fatalf("Claim after the undo: %+v %v %v; want the job with token 2, attempt 2", c, ok, err)
 	}
 }
 
@@ -73,12 +94,24 @@ func openPostgresQueue(t *testing.T, url string) *leaseq.Queue {
 // slowProxy forwards TCP connections on loopback to a server, and holds
 // each chunk of the server's answers back for hold before passing it on.
 type slowProxy struct {
-	url  string // the server's URL with the proxy's address
-	hold atomic.Int64
-	wg   sync.WaitGroup
+	url    string // the server's URL with the proxy's address
+	hold   atomic.Int64
+	commit atomic.Pointer[func()] // called, once, when a client sends a COMMIT
+	wg     sync.WaitGroup
 }
 
 func (px *slowProxy) holdAnswers(d time.Duration) { px.hold.Store(int64(d)) }
+
+// onCommit has f called, once, when the next COMMIT is about to pass to
+// the server;
+// nil: none.
+func (px *slowProxy) onCommit(f func()) {
+	if f == nil {
+		px.commit.Store(nil)
+		return
+	}
+	px.commit.Store(&f)
+}
 
 // startSlowProxy starts a proxy to the server of rawURL, stopped when t
 // ends.
@@ -130,8 +163,24 @@ func (px *slowProxy) forward(client net.Conn, server string, conns *sync.Map) {
 	conns.Store(up, true)
 	defer up.Close()
 	go func() {
-		io.Copy(up, client)
-		up.Close()
+		defer up.Close()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := client.Read(buf)
+			if n > 0 {
+				if bytes.Contains(bytes.ToLower(buf[:n]), []byte("commit")) {
+					if f := px.commit.Swap(nil); f != nil {
+						(*f)() // before the server can answer
+					}
+				}
+				if _, werr := up.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
 	}()
 	buf := make([]byte, 32<<10)
 	for {

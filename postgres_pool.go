@@ -21,22 +21,51 @@ import (
 //
 // It is for pools on the server's clock, the production case: the step
 // reads the server's clock once, in the statement. Each finish is fenced on
-// its own, exactly as a single one; a claim is leaseq_claim's. The callers'
-// contexts are looked at only while they wait: a call taken into a step
-// waits for its end (at most poolStepWait), because the claims it asked for
-// may have committed, and a pool must run every job it claimed.
+// its own, exactly as a single one; a claim is leaseq_claim's. The step
+// skips the row of a finish that another transaction holds, as a claim
+// skips it, so that one locked row holds up no other call of the pool; such
+// a finish comes back unaccepted and its caller runs it alone (settle),
+// waiting for the row.
+//
+// The callers' contexts end their calls: a call still waiting leaves the
+// list; a call taken into a step waits for the step until its stepWait
+// ends (its context, unless the caller gave it longer: Work gives its
+// claims its drain time), then leaves with its context's error, and
+// whatever the step claimed for it is released once the step answers
+// (abandon), so that no job stays leased to a caller that is gone.
 
 // poolMaxCalls bounds the calls of one step.
 const poolMaxCalls = 256
 
-// poolStepWait bounds one step's statement, so that a caller waiting on a
-// step that cannot end (a server that stopped answering) gets an error.
+// poolStepWait bounds one step's statement, so that the step's goroutine
+// does not wait forever on a server that stopped answering. A step cut
+// short by it may still commit on the server; claims it made then stay
+// leased until their leases end, as a crashed worker's do.
 const poolStepWait = 30 * time.Second
+
+// stepWaitKey is the context key of a pool call's stepWait.
+type stepWaitKey struct{}
+
+// withStepWait returns ctx with wait as the context that bounds how long
+// a call of ctx taken into a step waits for the step's answer once ctx
+// itself has ended.
+func withStepWait(ctx, wait context.Context) context.Context {
+	return context.WithValue(ctx, stepWaitKey{}, wait)
+}
+
+// stepWait is the context withStepWait put in ctx, or ctx.
+func stepWait(ctx context.Context) context.Context {
+	if wait, ok := ctx.Value(stepWaitKey{}).(context.Context); ok {
+		return wait
+	}
+	return ctx
+}
 
 // pgPool gathers one queue's pool calls.
 type pgPool struct {
 	e       *pgEngine
 	name    string
+	q       *Queue // the first Queue of the name that asked, for abandon
 	mu      sync.Mutex
 	waiting []*poolCall
 	running bool // a committer goroutine is working the list
@@ -51,7 +80,10 @@ type poolCall struct {
 	lease int64
 	max   int
 	state opState // guarded by pgPool.mu
-	done  chan struct{}
+	// left: the caller left while the call ran in a step; guarded by
+	// pgPool.mu.
+	left bool
+	done chan struct{}
 	// The outcome, set before done is closed.
 	finished settled
 	claims   []Claim
@@ -68,28 +100,36 @@ func (e *pgEngine) pool(q *Queue) *pgPool {
 		if e.pools == nil {
 			e.pools = map[string]*pgPool{}
 		}
-		p = &pgPool{e: e, name: q.name}
+		p = &pgPool{e: e, name: q.name, q: q}
 		e.pools[q.name] = p
 	}
 	return p
 }
 
 func (p *pgPool) finish(ctx context.Context, c Claim) (settled, error) {
-	call := p.call(ctx, &poolCall{c: c})
+	call, err := p.call(ctx, &poolCall{c: c})
+	if err != nil {
+		return settled{}, err
+	}
 	return call.finished, call.err
 }
 
 func (p *pgPool) claim(ctx context.Context, owner string, lease time.Duration, max int) ([]Claim, error) {
-	call := p.call(ctx, &poolCall{claim: true, owner: owner, lease: lease.Milliseconds(), max: max})
+	call, err := p.call(ctx, &poolCall{claim: true, owner: owner, lease: lease.Milliseconds(), max: max})
+	if err != nil {
+		return nil, err
+	}
 	return call.claims, call.err
 }
 
 // call adds c to the list and waits for its outcome. A caller whose
-// context ends while its call still waits leaves with its context's error.
-func (p *pgPool) call(ctx context.Context, c *poolCall) *poolCall {
+// context ends while its call still waits leaves with its context's error;
+// one whose call runs in a step waits for the step until its stepWait
+// ends, then leaves too, with its context's error, and does not touch c
+// again.
+func (p *pgPool) call(ctx context.Context, c *poolCall) (*poolCall, error) {
 	if err := ctx.Err(); err != nil {
-		c.err = err
-		return c
+		return nil, err
 	}
 	c.ctx, c.done = ctx, make(chan struct{})
 	p.mu.Lock()
@@ -101,18 +141,28 @@ func (p *pgPool) call(ctx context.Context, c *poolCall) *poolCall {
 	p.mu.Unlock()
 	select {
 	case <-c.done:
-		return c
+		return c, nil
 	case <-ctx.Done():
 	}
 	p.mu.Lock()
 	if c.state == opWaiting {
-		c.state, c.err = opLeft, ctx.Err()
+		c.state = opLeft
 		p.mu.Unlock()
-		return c
+		return nil, ctx.Err()
 	}
 	p.mu.Unlock()
-	<-c.done
-	return c
+	select {
+	case <-c.done:
+		return c, nil
+	case <-stepWait(ctx).Done():
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c.state == opLeft { // answered meanwhile
+		return c, nil
+	}
+	c.left = true
+	return nil, ctx.Err()
 }
 
 // commit runs steps until the list is empty. Before each it lets the
@@ -147,15 +197,20 @@ func (p *pgPool) commit() {
 		p.mu.Unlock()
 		last = len(calls)
 		err := p.step(calls)
+		var orphans []Claim
 		p.mu.Lock()
 		for _, c := range calls {
 			if err != nil {
 				c.err = err
 			}
+			if c.left && c.err == nil {
+				orphans = append(orphans, c.claims...)
+			}
 			c.state = opLeft
 			close(c.done)
 		}
 		p.mu.Unlock()
+		p.e.abandon(p.q, orphans)
 	}
 }
 

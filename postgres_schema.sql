@@ -234,7 +234,8 @@ CREATE OR REPLACE TRIGGER leaseq_counts_delete AFTER DELETE ON leaseq_jobs FOR E
 -- have gathered while the last step ran (postgres_pool.go): the finishes of
 -- their handlers, then their claims, in one statement at one instant on the
 -- server's clock, so that many pools' results and next jobs share one
--- commit. Finishes come first and each is fenced as pgFenceSQL fences one;
+-- commit. Finishes come first and each is fenced as pgFenceSQL fences one,
+-- on a row no other transaction holds;
 -- the rows of accepted finishes come back with req 0, the claims of the
 -- i-th claim request with req i.
 CREATE OR REPLACE FUNCTION leaseq_pool_step(p_queue text, f_ids text[], f_owners text[], f_tokens bigint[],
@@ -248,11 +249,16 @@ AS $$
 DECLARE
   t bigint := leaseq_now();
 BEGIN
+  -- A row another transaction holds is skipped, not waited for: the
+  -- finish of a row an operator locked would hold up every finish and
+  -- claim of the step. Its caller settles it alone (postgres_pool.go).
   RETURN QUERY
   UPDATE leaseq_jobs j SET status = 'done', ready = 0, updated_at = t
-  FROM unnest(f_ids, f_owners, f_tokens) AS c(id, owner, token)
-  WHERE j.queue = p_queue AND j.id = c.id AND j.owner = c.owner AND j.token = c.token AND j.status = 'leased'
-    AND j.lease_until > t AND (j.deadline IS NULL OR j.deadline > t)
+  WHERE j.seq = ANY (ARRAY(SELECT d.seq FROM leaseq_jobs d
+                  JOIN unnest(f_ids, f_owners, f_tokens) AS c(id, owner, token)
+                    ON d.queue = p_queue AND d.id = c.id AND d.owner = c.owner AND d.token = c.token
+                  WHERE d.status = 'leased' AND d.lease_until > t AND (d.deadline IS NULL OR d.deadline > t)
+                  FOR UPDATE OF d SKIP LOCKED))
   RETURNING 0, j.seq, j.id, j.owner, j.qty, NULL::bytea, j.token, j.attempts, j.lease_until, j.deadline, j.priority;
   FOR i IN 1 .. coalesce(array_length(c_owners, 1), 0) LOOP
     RETURN QUERY

@@ -219,6 +219,9 @@ func New(ctx context.Context, db *sql.DB, opts Options) (*Queue, error) {
 		q.Close()
 		return nil, opError("new", job(opts.Name), err)
 	}
+	if q.serverClock {
+		q.now() // the first reading of the server's clock, the one that is waited for
+	}
 	return q, nil
 }
 

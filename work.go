@@ -198,12 +198,14 @@ func newPool(ctx context.Context, q *Queue, opts WorkerOptions, h Handler) *pool
 // is closed, which is its error.
 func (p *pool) run(ctx context.Context) error {
 	faults := 0
+	claimCtx, stopWait := p.claimContext(ctx)
+	defer stopWait()
 	for {
 		wake := p.q.e.wakers().wakeup(p.q.name)
 		var sleep <-chan time.Time // nil: nothing to wait for but events
 		p.reap()
 		if free := p.opts.Concurrency - p.running; free > 0 {
-			cs, err := p.q.claimN(ctx, "work", p.opts.Owner, p.opts.Lease, free, sharePool)
+			cs, err := p.q.claimN(claimCtx, "work", p.opts.Owner, p.opts.Lease, free, sharePool)
 			// A claim that committed as ctx ended is run too, under the
 			// drain: dropped, its jobs would stay leased to a pool that is
 			// gone until their leases end.
@@ -240,6 +242,17 @@ func (p *pool) run(ctx context.Context) error {
 		case <-sleep:
 		}
 	}
+}
+
+// claimContext is ctx for the pool's claims, with the drain time as their
+// stepWait (postgres_pool.go): a claim that a PostgreSQL pool step is
+// running as ctx ends is waited for up to DrainTimeout, then left — its
+// claims are released when the step answers — so that Work returns within
+// its drain time also when the server does not answer (rule 24).
+func (p *pool) claimContext(ctx context.Context) (context.Context, func()) {
+	wait, cancel := context.WithCancel(p.bg)
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(p.opts.DrainTimeout, cancel) })
+	return withStepWait(ctx, wait), func() { stop(); cancel() }
 }
 
 // reap counts the handlers that returned since the last look, so that

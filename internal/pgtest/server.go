@@ -310,3 +310,10 @@ func running(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
+
+// pid is the running postmaster's process ID.
+func (s *server) pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc.Process.Pid
+}
