@@ -452,9 +452,10 @@ FROM leaseq_claim($1, $2, $3, $4, $5)`
 // while the server does not answer (rule 24): the driver then closes the
 // connection, and a transaction the server had not been asked to commit
 // is rolled back once the server notices. The claims are read before the
-// COMMIT, so that a COMMIT cut short — which the server may carry out after
-// its caller left — leaves claims this process knows: they are released at
-// once (abandon), not left leased to nobody until their leases end.
+// COMMIT, so that a COMMIT cut short by ctx — which the server may carry
+// out after its caller left — leaves claims this process knows: they are
+// released at once (abandon), not left leased to nobody until their leases
+// end.
 func (e *pgEngine) claim(ctx context.Context, q *Queue, owner string, lease time.Duration, max int, share sharing) ([]Claim, error) {
 	if share == sharePool && q.serverClock {
 		return e.pool(q).claim(ctx, owner, lease, max)
@@ -482,7 +483,13 @@ func (e *pgEngine) claim(ctx context.Context, q *Queue, owner string, lease time
 			return err
 		}
 		if err := tx.Commit(); err != nil {
-			e.abandon(q, cs)
+			if ctx.Err() != nil {
+				// The caller left: the COMMIT was cut short, and the server
+				// may still carry it out. A COMMIT that failed otherwise (the
+				// connection lost) is rule 41's unknown outcome, as for every
+				// call: its leases run out as a crashed worker's do.
+				e.abandon(q, cs)
+			}
 			cs = nil
 			return err
 		}
