@@ -14,7 +14,7 @@ import (
 )
 
 // chaosEngine is what the chaos test does differently on each engine
-// (rule 42 in README's "The rules"): where the database is and how a
+// (rule 42 in docs/rules.md): where the database is and how a
 // process opens it, the audit's triggers, the integrity check, and the
 // parent's chaos beyond kills and pauses — long reads that hold SQLite's
 // file lock, or crash restarts of the PostgreSQL server. Everything else,

@@ -249,8 +249,7 @@ type instant struct {
 
 // recordingClock is the system clock, remembering its last reading. A chaos
 // process makes one queue call at a time, and each call that decides by the
-// clock reads it once inside its committed transaction (rule 8 in README's
-// "The rules"), so right after a call returns, last is exactly the "now"
+// clock reads it once inside its committed transaction (rule 8 in docs/rules.md), so right after a call returns, last is exactly the "now"
 // that call compared and stored. forget clears it before a call, so that a
 // call that read no clock leaves no stale reading behind.
 type recordingClock struct {
@@ -390,7 +389,7 @@ func TestChildChaosWorker(t *testing.T) {
 	for !w.stopped() {
 		c, ok := w.claim()
 		if !ok {
-			// An idle Claim is a read (rule 23 in README's "The rules"),
+			// An idle Claim is a read (rule 23 in docs/rules.md),
 			// but polling flat out would still crowd the writers.
 			time.Sleep(randDur(10*time.Millisecond, 40*time.Millisecond))
 			continue
@@ -604,7 +603,7 @@ func TestChildChaosPool(t *testing.T) {
 
 // chaosBackoff is the pools' Backoff: small, so that released jobs come
 // back within the run, and exact, so that the checker can tell the delay
-// Work must have asked for (rule 30 in README's "The rules").
+// Work must have asked for (rule 30 in docs/rules.md).
 func chaosBackoff(attempt int) time.Duration { return time.Duration(attempt) * 40 * time.Millisecond }
 
 type chaosPool struct {
@@ -1094,7 +1093,7 @@ func unixMS(t time.Time) int64 {
 }
 
 // receiver is the outside system the workers deliver to. Like any receiver
-// of a lease queue it de-duplicates (rule 11 in README's "The rules"): a
+// of a lease queue it de-duplicates (rule 11 in docs/rules.md): a
 // stalled worker's request still arrives after another worker delivered
 // the job. It tells jobs apart by ID and payload, since an ID purged and
 // enqueued again is a new job with a new payload. A delivery whose plan is
@@ -1520,7 +1519,7 @@ func chaosDuration(t *testing.T) (time.Duration, bool) {
 // draining), and when the queue has drained, checkHistory verifies the
 // histories against the final rows, the audit and the receiver (see there
 // for what is asserted). It runs once per engine, as the subtests sqlite
-// and postgres (rule 42 in README's "The rules").
+// and postgres (rule 42 in docs/rules.md).
 func TestChaos(t *testing.T) {
 	for _, e := range chaosEngines {
 		t.Run(e.name, func(t *testing.T) { runChaos(t, e) })

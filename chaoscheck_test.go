@@ -696,8 +696,7 @@ func (k *checker) buildGenerations(jobs []leaseq.Job) {
 // it is the last generation enqueued at or before the claim's instant. On
 // PostgreSQL a claim reads the clock before its statement reaches the rows
 // it takes, and a job enqueued claimable at once may be claimed at any
-// instant (as after the clock stepped back: rules 1 and 15 in README's
-// "The rules"), so a claim may take a generation enqueued after its
+// instant (as after the clock stepped back: rules 1 and 15 in docs/rules.md), so a claim may take a generation enqueued after its
 // instant. The audit's commit order tells: the claim is of the generation
 // of the ID's last insert before it — if the audit has the claim as it
 // was logged. Such claims are counted.
@@ -788,7 +787,7 @@ func (jl *jobLog) nextClaim(token int64) *life {
 
 // probePurged enqueues every ID that has no row at the end once more and
 // claims it. Its first claim's token is one more than the purged job's
-// last (rule 21 in README's "The rules"), which tells how far the ID's
+// last (rule 21 in docs/rules.md), which tells how far the ID's
 // tokens went even where the last claims left no line — a job whose only
 // claim a kill left unlogged, then quarantined by the sweep and purged,
 // leaves no other trace. The claim must be its first attempt. It changes

@@ -136,7 +136,7 @@ func (s *store) releaseUnknown(ctx context.Context, q *Queue, cs []Claim) {
 // due (due_at <= now), or pending without a run_at after now. The second
 // half matters only after the clock stepped back past the instant a job
 // was enqueued or requeued: a job claimable at once (no run_at, or one
-// already passed) stays claimable, as rules 1 and 15 in README's "The rules"
+// already passed) stays claimable, as rules 1 and 15 in docs/rules.md
 // say, instead of waiting for the clock to come back. Where the index at
 // hand does not hold run_at, the row is read only when due_at alone says no.
 const claimableSQL = `(due_at <= ?2 OR status = 'pending' AND coalesce(run_at, ?2) <= ?2)`
@@ -162,7 +162,7 @@ func (q *Queue) claimIdle(ctx context.Context, db execer) (bool, error) {
 }
 
 // quarantineSQL moves claimable jobs that could never be finished out of the
-// way before a token is issued (rule 6 in README's "The rules"). Both
+// way before a token is issued (rule 6 in docs/rules.md). Both
 // statements are range scans of partial indexes that hold only rows they may
 // take: leases that ended with their attempts used up or whose deadline
 // passed (a prefix of leaseq_jobs_doomed, whose key expression the first

@@ -56,7 +56,7 @@ func (c *ManualClock) Advance(d time.Duration) {
 const timeFormat = time.RFC3339Nano
 
 // toMillis is the one place an instant becomes a stored value (rule 8 in
-// README's "The rules"): integer Unix milliseconds, truncated, so that what
+// docs/rules.md): integer Unix milliseconds, truncated, so that what
 // is compared is what is stored. Every instant a caller gives is checked
 // against minTime..maxTime first (timeProblem); an instant past the int64
 // range (only a clock gone wild can give one now) saturates instead of

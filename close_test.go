@@ -22,7 +22,7 @@ import (
 )
 
 // This file covers Close and what happens when the database goes away
-// underneath (rule 24 in README's "The rules"), many Queues on one *sql.DB
+// underneath (rule 24 in docs/rules.md), many Queues on one *sql.DB
 // (rule 25), the journal check after New (rule 26), and the regressions of
 // the bugs a first real user hit: a committer that spun when the database
 // was closed, a write that succeeded after db.Close, in-memory databases

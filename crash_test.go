@@ -26,7 +26,7 @@ import (
 // The crash tests kill a process inside a write transaction and check what
 // the next process finds: the hot journal rolled back, an intact file, and
 // exactly the state before or after the transaction. Each runs in every
-// rollback-journal mode a caller may use (rule 26 in README's "The rules"):
+// rollback-journal mode a caller may use (rule 26 in docs/rules.md):
 // the mode decides how a commit ends — the journal deleted, truncated, or
 // its header zeroed — and so what a crash at that moment leaves behind.
 

@@ -3,7 +3,7 @@ package leaseq_test
 // Tests of the edges of what a call takes: counts up to what the columns
 // hold, instants within the range the queue stores, intervals down to the
 // clock's millisecond, a nil context, and a claim bound to its queue (the
-// Errors tables in README). Each runs on each engine (forEngines).
+// Errors tables in docs/rules.md). Each runs on each engine (forEngines).
 
 import (
 	"context"

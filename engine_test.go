@@ -17,7 +17,7 @@ import (
 	"github.com/leaseq/leaseq/internal/pgtest"
 )
 
-// One proof, two engines (rule 42 in README's "The rules"): every rule's
+// One proof, two engines (rule 42 in docs/rules.md): every rule's
 // test that speaks only through the public API and the row dumps runs once
 // per engine, as the subtests "sqlite" and "postgres" (forEngines). Tests of
 // one engine's internals say so at the top of their file.

@@ -6,7 +6,7 @@ import (
 	"errors"
 )
 
-// The fence (rules 3, 14 and 17–19 in README's "The rules"): a call that
+// The fence (rules 3, 14 and 17–19 in docs/rules.md): a call that
 // changes a claimed job — Finish, Extend, Release, Fail — changes the row
 // only if the job is leased by this very claim, in the same queue, with the
 // same ID, owner and token, and both the lease and the deadline are still

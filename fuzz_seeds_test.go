@@ -199,7 +199,7 @@ type fuzzSeed struct {
 	input []byte
 }
 
-// fuzzSeeds is the corpus: one scenario per rule in README's "The rules"
+// fuzzSeeds is the corpus: one scenario per rule in docs/rules.md
 // and per row of its error tables.
 func fuzzSeeds() []fuzzSeed {
 	full := bytes.Repeat([]byte{0, 'x', 0xff, '\''}, fuzzMaxPayload/4)

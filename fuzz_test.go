@@ -994,7 +994,7 @@ const maxFuzzOps = 200
 // and Fail with the current, a stale or a forged claim, Cancel, Requeue,
 // Purge and enqueueing a purged ID again, Get, Stats, List, clock moves onto
 // and around lease ends, run_at and deadlines — and runs each on the real
-// queues and on the model of README's rules, comparing every answer and,
+// queues and on the model of the rules of docs/rules.md, comparing every answer and,
 // after every operation, every row. The checked-in corpus
 // (testdata/fuzz/FuzzQueueModel, generated from fuzzSeeds) walks each rule.
 func FuzzQueueModel(f *testing.F) {

@@ -1,4 +1,4 @@
-// Rule numbers in the comments of the tests are those of README's "The rules".
+// Rule numbers in the comments of the tests are those of docs/rules.md.
 
 package leaseq_test
 
@@ -268,7 +268,7 @@ func (f *fixture) queue(name string) *leaseq.Queue {
 }
 
 // fencedCall is one of the calls that change a claimed job and are fenced
-// like Finish (rules 3 and 17–19 in README's "The rules"), reduced to its
+// like Finish (rules 3 and 17–19 in docs/rules.md), reduced to its
 // answer.
 type fencedCall struct {
 	name string

@@ -21,7 +21,7 @@ import (
 
 // This file covers the calls that move a claimed job on — Extend, Release,
 // Fail — and the operator's Cancel, Requeue and Purge (rules 17–22 in
-// README's "The rules"), plus EnqueueTx.
+// docs/rules.md), plus EnqueueTx.
 
 // wantReason fails the test unless the row of want.ID equals want, with a
 // reason that holds every part (its other wording is the implementation's).

@@ -13,11 +13,11 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
-// model is the queue as README's rules describe it: for each named queue a
+// model is the queue as the rules of docs/rules.md describe it: for each named queue a
 // map of rows, and the rules, with no SQL, no transactions and no indexes.
 // FuzzQueueModel runs the same operations on it and on the real queues and
 // compares every answer and every row. It is written from the rules (1–12
-// and the lifecycle rules 13–22 in README's "The rules") and the error
+// and the lifecycle rules 13–22 in docs/rules.md) and the error
 // tables, not from the implementation, so that a shared misreading is
 // unlikely. Where the rules leave a choice open — which of the claimable
 // jobs of the highest priority a Claim takes, the wording of a quarantine

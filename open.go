@@ -14,8 +14,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// JournalMode is the rollback-journal mode Open sets. See README, "Why a
-// rollback journal", for the measurements it was chosen by.
+// JournalMode is the rollback-journal mode Open sets. See docs/guarantees.md, "Why a rollback journal", for the measurements it was chosen by.
 const JournalMode = "PERSIST"
 
 // Open opens the SQLite database at path (creating the file if it does not

@@ -440,7 +440,7 @@ const pgClaimSQL = `SELECT seq, id, qty, payload, token, attempts, lease_until, 
 FROM leaseq_claim($1, $2, $3, $4, $5)`
 
 // claim runs leaseq_claim in a transaction of its own. An idle claim
-// changes no row and so takes no lock (rule 23 in README's "The rules"). An
+// changes no row and so takes no lock (rule 23 in docs/rules.md). An
 // injected clock is read once the claim holds its connection, so that a
 // wait for one (a new connection takes a while, more so while the server
 // recovers) does not leave the claim judging at a stale instant (rule 8);

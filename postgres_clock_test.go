@@ -37,8 +37,7 @@ func (c *hookClock) atNextReading(hook func()) {
 	c.hook = hook
 }
 
-// TestPostgresInjectedClockReadOnceHeld checks rule 8 in README's "The
-// rules" on PostgreSQL with an injected clock: a call reads the clock only
+// TestPostgresInjectedClockReadOnceHeld checks rule 8 in docs/rules.md on PostgreSQL with an injected clock: a call reads the clock only
 // once it holds what it waits for — a fenced or an operator's call the
 // job's row, a claim its connection — so that no wait leaves it judging at
 // a stale instant, and calls on one job are judged at instants in the

@@ -17,7 +17,7 @@ import (
 	"github.com/leaseq/leaseq/internal/pgtest"
 )
 
-// TestPostgresClaimStormNeverBlocks checks rule 39 in README's "The rules"
+// TestPostgresClaimStormNeverBlocks checks rule 39 in docs/rules.md
 // where every claim's quarantine sweep moves rows: 32 claimers on the
 // server's clock take jobs of one attempt with a 2ms lease and abandon
 // three of four of them (finishing the fourth), so each claim finds leases

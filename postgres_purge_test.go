@@ -10,8 +10,7 @@ import (
 	"github.com/leaseq/leaseq/internal/pgtest"
 )
 
-// TestPostgresPurgeRemembersEveryTokenItDeletes checks rule 21 in README's
-// "The rules" on PostgreSQL against a job that ends while a Purge runs: a
+// TestPostgresPurgeRemembersEveryTokenItDeletes checks rule 21 in docs/rules.md on PostgreSQL against a job that ends while a Purge runs: a
 // purged job's ID enqueued again continues its tokens, so every job Purge
 // deletes must have its last token remembered, and a job it does not
 // remember it must not delete. A trigger makes the purge sleep while it

@@ -726,7 +726,7 @@ func testProcessSendContextDeadline(t *testing.T, eng testEngine) {
 	}
 }
 
-// TestProcessRecordsDelivery is rule 27 in README's "The rules", and the
+// TestProcessRecordsDelivery is rule 27 in docs/rules.md, and the
 // regression test of the delivered job lost on shutdown: send delivered and
 // returned nil, but the caller's context ended meanwhile (a SIGTERM, or the
 // caller's own deadline). Process still records the job done, on a context

@@ -1,32 +1,3 @@
-// Package leaseq is a lease queue with fencing tokens, stored in SQLite or
-// in PostgreSQL.
-//
-// A worker claims a job and holds it for a lease. If the worker stalls past
-// its lease, another worker may claim the job again. Every claim carries a
-// new, monotonically increasing token, and Finish accepts a result only when
-// the job ID, the owner and the token match the current row and both the
-// lease and the job's deadline are still running. A worker that wakes up late
-// is refused, and the newer worker's row is left untouched.
-//
-// Around that fence a job has a lifecycle. It may wait until a time
-// ([Job.RunAt]) and go ahead of others ([Job.Priority]). A worker renews a
-// long lease with [Queue.Extend], gives a job back to be retried later with
-// [Queue.Release], and quarantines one that retrying cannot fix with
-// [Queue.Fail]; each is fenced exactly like [Queue.Finish]. An operator
-// stops a job with [Queue.Cancel], brings a quarantined one back with
-// [Queue.Requeue], deletes finished ones with [Queue.Purge], and looks with
-// [Queue.Stats] and [Queue.List]. [Queue.EnqueueTx] enqueues inside the
-// caller's own transaction. Queues of different names ([Options.Name]) share
-// one database.
-//
-// The queue lives in a SQLite database in rollback-journal mode (see [Open]
-// and [New] for what that means for the caller's own use of the database),
-// or, when a service outgrows one machine, in PostgreSQL: [New] picks the
-// engine from the *sql.DB it is given, and every call keeps the same rules
-// on both. All times come from an injectable [Clock] (on PostgreSQL, the
-// database server's clock by default) and are stored as integer Unix
-// milliseconds. The rules the queue keeps are numbered in the README's
-// section "The rules"; comments in the code refer to them by number.
 package leaseq
 
 import (
@@ -71,7 +42,7 @@ type Options struct {
 	Name string
 	// Clock is where every lease and deadline decision gets the time. nil
 	// means the system clock on SQLite and the database server's clock on
-	// PostgreSQL (rule 40 in README's "The rules"), so that hosts whose
+	// PostgreSQL (rule 40 in docs/rules.md), so that hosts whose
 	// clocks disagree still agree on when a lease ends; tests inject a
 	// *ManualClock, which wins on both.
 	Clock Clock
@@ -264,7 +235,7 @@ func (q *Queue) Name() string { return q.name }
 func (q *Queue) DB() *sql.DB { return q.e.db() }
 
 // now is the queue's clock read once, truncated to the millisecond (rule 8
-// in README's "The rules"). Each operation reads it once, so all its
+// in docs/rules.md). Each operation reads it once, so all its
 // comparisons agree.
 func (q *Queue) now() int64 { return toMillis(q.clock.Now()) }
 

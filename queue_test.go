@@ -50,7 +50,7 @@ func testEnqueue(t *testing.T, eng testEngine) {
 	})
 }
 
-// TestEnqueueInvalid covers the first row of the error table in README's "The rules".
+// TestEnqueueInvalid covers the first row of the error table in docs/rules.md.
 func TestEnqueueInvalid(t *testing.T) { forEngines(t, testEnqueueInvalid) }
 
 func testEnqueueInvalid(t *testing.T, eng testEngine) {
@@ -119,7 +119,7 @@ func testEnqueueDuplicate(t *testing.T, eng testEngine) {
 	}
 }
 
-// TestClaimInvalid covers Claim's row of the error table in README's "The rules".
+// TestClaimInvalid covers Claim's row of the error table in docs/rules.md.
 func TestClaimInvalid(t *testing.T) { forEngines(t, testClaimInvalid) }
 
 func testClaimInvalid(t *testing.T, eng testEngine) {

@@ -22,8 +22,7 @@ import (
 // engine_test.go).
 
 // This file covers which job a Claim takes and when: named queues, delayed
-// jobs, priorities and the idle Claim (rules 14–16 and 23 in README's "The
-// rules"), and what Stats and List report about it.
+// jobs, priorities and the idle Claim (rules 14–16 and 23 in docs/rules.md), and what Stats and List report about it.
 
 // claimOrder claims one job at a time at the fixture's clock until nothing
 // is claimable and returns the IDs in the order they came.

@@ -87,7 +87,7 @@ func (s *store) migrate(ctx context.Context) error {
 // rollbackJournals are the journal modes the queue writes in. WAL keeps
 // readers on old snapshots, which a lease queue has no use for and which
 // changes how locks and durability behave; OFF and MEMORY lose atomic commit
-// when the process dies. See README, "Why a rollback journal".
+// when the process dies. See docs/guarantees.md, "Why a rollback journal".
 var rollbackJournals = map[string]bool{"delete": true, "truncate": true, "persist": true}
 
 // journalProblem says why the journal mode of the connection db is not one

@@ -27,8 +27,7 @@ import (
 // timeout, because waiting could deadlock. So writeTx takes one connection
 // with db.Conn (kept between transactions; see writeConn) and runs BEGIN
 // IMMEDIATE on it itself, which takes the RESERVED lock before anything is
-// read: selection and update can never be split (rule 1 in README's "The
-// rules").
+// read: selection and update can never be split (rule 1 in docs/rules.md).
 //
 // The price of db.Conn is that Conn.Close returns the connection to the pool
 // as it is, with a transaction still open if nobody rolled it back; the next
@@ -62,8 +61,7 @@ type execer interface {
 type txFunc func(ctx context.Context, tx execer) error
 
 // idleFunc, where a call has one, decides from a read, without the write
-// lock, that the call has nothing to do (an idle Claim; rule 23 in README's
-// "The rules"). It runs on the write connection outside any transaction.
+// lock, that the call has nothing to do (an idle Claim; rule 23 in docs/rules.md). It runs on the write connection outside any transaction.
 type idleFunc func(ctx context.Context, db execer) (idle bool, err error)
 
 // errIdle is the outcome of a call that its idleFunc found idle. It is an

@@ -20,7 +20,7 @@ import (
 // SQLite only: testdata/schema-v1.db is a SQLite file of schema 1; there is
 // no earlier PostgreSQL schema to upgrade from.
 
-// Rule 13 in README's "The rules": a database written by an earlier
+// Rule 13 in docs/rules.md: a database written by an earlier
 // version opens with New, upgraded in one transaction that keeps every row,
 // token and attempt count. testdata/schema-v1.db was written by the version
 // with schema 1; testdata/README.md lists what it holds.

@@ -19,7 +19,7 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
-// Tests of Work: rules 28–34 in README's "The rules". They run on short
+// Tests of Work: rules 28–34 in docs/rules.md. They run on short
 // real leases and the system clock: Work turns the queue's instants into
 // real timers, so a ManualClock would stop its heartbeats rather than step
 // them. Nothing waits for a guessed duration: each test waits for an event

@@ -528,7 +528,7 @@ func batchMode() {
 }
 
 // idleMode measures what idle pollers cost writers (rule 23 in leaseq's
-// README): 16 goroutines call Enqueue alone, and while 32 more call Claim in
+// docs/rules.md): 16 goroutines call Enqueue alone, and while 32 more call Claim in
 // a loop on the same Queue, in alternating chunks. The jobs are scheduled
 // for tomorrow, so the queue never has anything claimable and every Claim
 // is idle. Each measure has its own file, with the same history.
@@ -600,7 +600,7 @@ func whilePolling(q *leaseq.Queue, k int, measure func()) int64 {
 }
 
 // queuesMode measures many queues on one writer (rule 25 in leaseq's
-// README): 16 goroutines calling Claim+Finish on one queue, against 16
+// docs/rules.md): 16 goroutines calling Claim+Finish on one queue, against 16
 // spread evenly over four named queues on one *sql.DB.
 func queuesMode() {
 	const g, named = 16, 4

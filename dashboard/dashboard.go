@@ -1,7 +1,7 @@
 // Package dashboard is a web page for operating leaseq queues: how deep each
 // queue is and what it did in the last hour, its jobs by status, one job's
 // whole row, and buttons to requeue a quarantined job or cancel a waiting
-// one (rule 37 in README's "The rules").
+// one (rule 37 in docs/rules.md).
 //
 // [New] returns an [http.Handler] to mount in the operator's own service,
 // under any path prefix, behind the service's own authentication: the

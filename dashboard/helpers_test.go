@@ -1,4 +1,4 @@
-// Rule numbers in the comments of the tests are those of README's "The rules".
+// Rule numbers in the comments of the tests are those of docs/rules.md.
 
 package dashboard_test
 

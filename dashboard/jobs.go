@@ -46,7 +46,7 @@ func (p jobsPage) queue() string { return p.Queue }
 // jobs serves a page of a queue's jobs: ?queue=NAME&status=STATUS&after=ID.
 // A page asks List for one job more than it shows, to know whether there
 // is a next page; List pages by AfterID, so a page costs the same at any
-// depth of the queue (rule 35 in README's "The rules").
+// depth of the queue (rule 35 in docs/rules.md).
 func (d *dashboard) jobs(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	qv := r.URL.Query()

@@ -51,8 +51,7 @@ func (d *dashboard) live(w http.ResponseWriter, r *http.Request) {
 }
 
 // overviewData reads every queue's Stats and last hour: per queue, one
-// Stats and one Activity, each a read over indexes (rule 35 in README's
-// "The rules").
+// Stats and one Activity, each a read over indexes (rule 35 in docs/rules.md).
 func (d *dashboard) overviewData(ctx context.Context) (overviewPage, error) {
 	qs, err := d.queues.all(ctx)
 	if err != nil {

@@ -138,7 +138,7 @@ type (
 )
 
 // receiver is the downstream system. It is idempotent by job ID, as rule 11
-// in README's "The rules" requires of every receiver: a repeat of an ID
+// in docs/rules.md requires of every receiver: a repeat of an ID
 // is acknowledged but not counted again.
 type receiver struct {
 	mu         sync.Mutex

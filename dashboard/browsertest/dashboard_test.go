@@ -30,8 +30,7 @@ func statsCells(st leaseq.Stats) map[string]string {
 }
 
 // TestOverviewShowsStats opens the overview and checks that the counts a
-// person sees in each queue's row are Stats' (rule 37 in README's "The
-// rules"), and that both charts are drawn.
+// person sees in each queue's row are Stats' (rule 37 in docs/rules.md), and that both charts are drawn.
 func TestOverviewShowsStats(t *testing.T) {
 	s := newSite(t, dashboard.Options{Refresh: -1})
 	s.do("open the overview", chromedp.Navigate(s.base), chromedp.WaitVisible(chromedp.CSS(`svg.svgchart`)))
@@ -171,7 +170,7 @@ func TestOverviewRefreshesItself(t *testing.T) {
 
 // TestFormOnAnotherSiteRefused: a page on another origin whose form posts
 // a Requeue to the dashboard gets 403 from http.CrossOriginProtection, and
-// the job stays quarantined (rule 37 in README's "The rules").
+// the job stays quarantined (rule 37 in docs/rules.md).
 func TestFormOnAnotherSiteRefused(t *testing.T) {
 	s := newSite(t, dashboard.Options{AllowWrites: true, Refresh: -1})
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
