@@ -1299,9 +1299,16 @@ func (k *checker) earliestEnd(jl *jobLog, g *generation) int64 {
 // endLo at the earliest: one of jobs older than after endLo, started before
 // the next generation was enqueued, logged or unlogged.
 func (k *checker) purgedAfter(jl *jobLog, g *generation, endLo int64) bool {
+	// The purge began before the next generation was written: before its
+	// enqueue returned (T1). Not before the enqueue's clock reading (from):
+	// an Enqueue may read its clock before it waits for the writer, and a
+	// purge that began meanwhile still deletes the old row first.
 	until := int64(never)
 	if n := jl.genAfter(g); n != nil {
 		until = n.from
+		if n.enq != nil {
+			until = max(until, n.enq.T1)
+		}
 	}
 	for _, p := range k.purges {
 		if p.Before > endLo && p.T0 <= until {
