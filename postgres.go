@@ -625,9 +625,9 @@ func (e *pgEngine) finishMany(ctx context.Context, q *Queue, fs []fenced) ([]set
 		ids[i], owners[i], tokens[i] = f.c.ID, f.c.Owner, f.c.Token
 	}
 	var out []settled
-	err := retrySerialization(ctx, func() error {
+	err := e.answered(ctx, func(ctx context.Context, db execer) error {
 		out = make([]settled, len(fs))
-		rows, err := e.dbh.QueryContext(ctx, pgFinishManySQL, q.name, nil, ids, owners, tokens)
+		rows, err := db.QueryContext(ctx, pgFinishManySQL, q.name, nil, ids, owners, tokens)
 		if err != nil {
 			return err
 		}
@@ -646,8 +646,22 @@ func (e *pgEngine) finishMany(ctx context.Context, q *Queue, fs []fenced) ([]set
 			}
 		}
 		return rows.Err()
-	})
-	return out, pgError(err)
+	}, e.settledFound(q, fs, &out))
+	return out, err
+}
+
+// settledFound is the found of answered for fenced calls fs of q in one
+// autocommitted statement: it reads their outcome into *out (settledRows),
+// and reports whether any of them bears its mark.
+func (e *pgEngine) settledFound(q *Queue, fs []fenced, out *[]settled) func(ctx context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		rs, err := e.settledRows(ctx, q, fs)
+		if err != nil {
+			return false, err
+		}
+		*out = rs
+		return slices.ContainsFunc(rs, func(r settled) bool { return r.ok }), nil
+	}
 }
 
 // pgLockSQL locks the rows of jobs of a queue, in ID order, so that the
@@ -688,12 +702,12 @@ func (e *pgEngine) settle(ctx context.Context, q *Queue, fs []fenced, share shar
 	}
 	out := make([]settled, len(fs))
 	if len(fs) == 1 && q.serverClock {
-		err := retrySerialization(ctx, func() error {
+		err := e.answered(ctx, func(ctx context.Context, db execer) error {
 			var err error
-			out[0], err = fencedTx(ctx, pgDB{e.dbh}, q, postgresFenced[fs[0].kind], fs[0], nil)
+			out[0], err = fencedTx(ctx, db, q, postgresFenced[fs[0].kind], fs[0], nil)
 			return err
-		})
-		return out, pgError(err)
+		}, e.settledFound(q, fs, &out))
+		return out, err
 	}
 	ids := make([]string, len(fs))
 	for i, f := range fs {
