@@ -192,7 +192,7 @@ func cutRounds(t *testing.T, f *fixture, exact bool, cc cutCall) {
 				round, ok, err, strings.Join(after, "\n "), strings.Join(before, "\n "), strings.Join(twinAfter, "\n ")))
 		}
 	}
-	t.Logf("%d rounds: %d done, %d cancelled with nothing written, %d wrong", rounds, done, cancelled, len(wrong))
+	t.Logf("%s: %d rounds: %d done, %d cancelled with nothing written, %d wrong", t.Name(), rounds, done, cancelled, len(wrong))
 	if len(wrong) > 0 {
 		t.Errorf("%d of %d rounds answered other than what happened; the first:\n%s", len(wrong), rounds, wrong[0])
 	}
@@ -302,7 +302,7 @@ func TestCancelledPurgeAnswersWhatHappened(t *testing.T) {
 				}
 			}
 		}
-		t.Logf("%d rounds: %d whole, %d cut between chunks, %d cancelled with nothing deleted, %d wrong", rounds, whole, cut, none, len(wrong))
+		t.Logf("%s: %d rounds: %d whole, %d cut between chunks, %d cancelled with nothing deleted, %d wrong", t.Name(), rounds, whole, cut, none, len(wrong))
 		if len(wrong) > 0 {
 			t.Errorf("%d of %d rounds answered other than what happened; the first: %s", len(wrong), rounds, wrong[0])
 		}
