@@ -616,7 +616,8 @@ WHERE j.queue = $1 AND j.id = c.id AND j.owner = c.owner AND j.token = c.token A
   AND j.lease_until > t.now AND (j.deadline IS NULL OR j.deadline > t.now)
 RETURNING j.id, j.owner, j.token, j.lease_until`
 
-// finishMany runs FinishBatch's claims in pgFinishManySQL. A row is
+// finishMany runs FinishBatch's claims in pgFinishManySQL, and answers
+// with what it did, as settle does a single call. A row is
 // updated once however often the batch names its claim; as on SQLite,
 // where the claims run in order, the first of them is the one accepted.
 func (e *pgEngine) finishMany(ctx context.Context, q *Queue, fs []fenced) ([]settled, error) {
@@ -675,7 +676,8 @@ func lockJobs(ctx context.Context, tx execer, q *Queue, ids ...string) error {
 }
 
 // settle runs a single fenced call judged by the server's clock as one
-// statement, which reads the clock itself. Anything else runs in one
+// statement, which reads the clock itself, and answers with what it did
+// (answered; cut short, it reads its row: settledFound). Anything else runs in one
 // transaction at one instant, the queue's clock or the server's, read once
 // the transaction holds the calls' rows (rule 8): an injected clock is read
 // in this process, and read before the statement it would be stale by
