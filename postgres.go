@@ -342,12 +342,7 @@ func (e *pgEngine) answered(ctx context.Context, write txFunc, found func(ctx co
 			return err
 		}
 		defer conn.Close()
-		sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-		defer stop()
-		late := context.AfterFunc(ctx, func() { time.AfterFunc(pgAnswerWait, stop) })
-		defer late()
-		err = write(sctx, pgDB{conn})
-		cut = err != nil && sctx.Err() != nil
+		cut, err = graced(ctx, func(sctx context.Context) error { return write(sctx, pgDB{conn}) })
 		return err
 	})
 	err = pgError(err)
@@ -359,12 +354,31 @@ func (e *pgEngine) answered(ctx context.Context, write txFunc, found func(ctx co
 	there, ferr := found(fctx)
 	switch {
 	case ferr != nil:
-		// Neither error is wrapped: the call may have been written.
-		return fmt.Errorf("%v, and the server did not answer within %v; whether the call was written is not known (%v)", ctx.Err(), pgAnswerWait, ferr)
+		return outcomeUnknown(ctx, ferr)
 	case there:
 		return nil
 	}
 	return ctx.Err()
+}
+
+// graced runs op on a context that ends pgAnswerWait after ctx does, and
+// reports whether op failed as that context ended: cut short, with what it
+// sent to the server perhaps carried out all the same.
+func graced(ctx context.Context, op func(ctx context.Context) error) (cut bool, err error) {
+	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	late := context.AfterFunc(ctx, func() { time.AfterFunc(pgAnswerWait, stop) })
+	defer late()
+	err = op(sctx)
+	return err != nil && sctx.Err() != nil, err
+}
+
+// outcomeUnknown is the answer of a call cut short by ctx whose read of
+// what happened failed with err. Neither error is wrapped: the call may
+// have been written, and a caller that took ctx's error for "nothing
+// happened" would be misled.
+func outcomeUnknown(ctx context.Context, err error) error {
+	return fmt.Errorf("%v, and the server did not answer within %v; whether the call was written is not known (%v)", ctx.Err(), pgAnswerWait, err)
 }
 
 // pgWrittenSQL counts the jobs of pgJobArrays's arrays (same arguments)
@@ -602,7 +616,8 @@ WHERE j.queue = $1 AND j.id = c.id AND j.owner = c.owner AND j.token = c.token A
   AND j.lease_until > t.now AND (j.deadline IS NULL OR j.deadline > t.now)
 RETURNING j.id, j.owner, j.token, j.lease_until`
 
-// finishMany runs FinishBatch's claims in pgFinishManySQL. A row is
+// finishMany runs FinishBatch's claims in pgFinishManySQL, and answers
+// with what it did, as settle does a single call. A row is
 // updated once however often the batch names its claim; as on SQLite,
 // where the claims run in order, the first of them is the one accepted.
 func (e *pgEngine) finishMany(ctx context.Context, q *Queue, fs []fenced) ([]settled, error) {
@@ -611,9 +626,9 @@ func (e *pgEngine) finishMany(ctx context.Context, q *Queue, fs []fenced) ([]set
 		ids[i], owners[i], tokens[i] = f.c.ID, f.c.Owner, f.c.Token
 	}
 	var out []settled
-	err := retrySerialization(ctx, func() error {
+	err := e.answered(ctx, func(ctx context.Context, db execer) error {
 		out = make([]settled, len(fs))
-		rows, err := e.dbh.QueryContext(ctx, pgFinishManySQL, q.name, nil, ids, owners, tokens)
+		rows, err := db.QueryContext(ctx, pgFinishManySQL, q.name, nil, ids, owners, tokens)
 		if err != nil {
 			return err
 		}
@@ -632,8 +647,22 @@ func (e *pgEngine) finishMany(ctx context.Context, q *Queue, fs []fenced) ([]set
 			}
 		}
 		return rows.Err()
-	})
-	return out, pgError(err)
+	}, e.settledFound(q, fs, &out))
+	return out, err
+}
+
+// settledFound is the found of answered for fenced calls fs of q in one
+// autocommitted statement: it reads their outcome into *out (settledRows),
+// and reports whether any of them bears its mark.
+func (e *pgEngine) settledFound(q *Queue, fs []fenced, out *[]settled) func(ctx context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		rs, err := e.settledRows(ctx, q, fs)
+		if err != nil {
+			return false, err
+		}
+		*out = rs
+		return slices.ContainsFunc(rs, func(r settled) bool { return r.ok }), nil
+	}
 }
 
 // pgLockSQL locks the rows of jobs of a queue, in ID order, so that the
@@ -647,7 +676,8 @@ func lockJobs(ctx context.Context, tx execer, q *Queue, ids ...string) error {
 }
 
 // settle runs a single fenced call judged by the server's clock as one
-// statement, which reads the clock itself. Anything else runs in one
+// statement, which reads the clock itself, and answers with what it did
+// (answered; cut short, it reads its row: settledFound). Anything else runs in one
 // transaction at one instant, the queue's clock or the server's, read once
 // the transaction holds the calls' rows (rule 8): an injected clock is read
 // in this process, and read before the statement it would be stale by
@@ -674,12 +704,12 @@ func (e *pgEngine) settle(ctx context.Context, q *Queue, fs []fenced, share shar
 	}
 	out := make([]settled, len(fs))
 	if len(fs) == 1 && q.serverClock {
-		err := retrySerialization(ctx, func() error {
+		err := e.answered(ctx, func(ctx context.Context, db execer) error {
 			var err error
-			out[0], err = fencedTx(ctx, pgDB{e.dbh}, q, postgresFenced[fs[0].kind], fs[0], nil)
+			out[0], err = fencedTx(ctx, db, q, postgresFenced[fs[0].kind], fs[0], nil)
 			return err
-		})
-		return out, pgError(err)
+		}, e.settledFound(q, fs, &out))
+		return out, err
 	}
 	ids := make([]string, len(fs))
 	for i, f := range fs {
@@ -755,7 +785,8 @@ remembered AS (
     ON CONFLICT (queue, id) DO UPDATE SET token = excluded.token)
 DELETE FROM leaseq_jobs WHERE seq IN (SELECT seq FROM doomed)`
 
-// purgeChunk deletes one chunk in a transaction of its own.
+// purgeChunk deletes one chunk in a transaction of its own, and returns
+// how many jobs it deleted: none when it fails.
 func (e *pgEngine) purgeChunk(ctx context.Context, q *Queue, st Status, before int64) (int, error) {
 	var n int
 	err := e.write(ctx, func(ctx context.Context, tx execer) error {
@@ -767,7 +798,10 @@ func (e *pgEngine) purgeChunk(ctx context.Context, q *Queue, st Status, before i
 		n = int(affected)
 		return err
 	})
-	return n, err
+	if err != nil {
+		return 0, err // not committed, or not known to be (write)
+	}
+	return n, nil
 }
 
 func (e *pgEngine) read(ctx context.Context, fn func(db execer) error) error {
@@ -775,28 +809,95 @@ func (e *pgEngine) read(ctx context.Context, fn func(db execer) error) error {
 }
 
 // write runs fn in one READ COMMITTED transaction and commits it, retrying
-// the whole transaction on a serialization failure or a deadlock (rule 41).
-// As on SQLite (tx.go), a transaction whose context ended before COMMIT is
-// rolled back, never committed. Its BEGIN, statements and COMMIT run on
-// ctx, so that the call returns when ctx ends, also while the server does
-// not answer (rule 24); a COMMIT cut short that way may still be carried
-// out by the server, which the caller cannot tell from a COMMIT refused.
+// the whole transaction on a serialization failure or a deadlock (rule 41),
+// and answers with what the transaction did. As on SQLite (tx.go), a
+// transaction whose context ended before COMMIT is rolled back, never
+// committed, and the call answers ctx's error. A context that ends while a
+// statement or the COMMIT runs gives it pgAnswerWait more to answer, as
+// answered gives an enqueue's statement, so that the call still returns
+// soon after ctx ends while the server does not answer (rule 24). A COMMIT
+// that fails once ctx has ended — cut short, or its connection lost — may
+// have been carried out by the server all the same: the call then finds out
+// whether the transaction committed (committed), and answers nil, fn's
+// results standing, if it did, ctx's error if not (errors table: ctx's
+// error only when nothing of the call was written), and, when even that
+// read gets no answer, that it is not known. A COMMIT that fails while ctx
+// runs is rule 41's lost connection: the driver's error.
 func (e *pgEngine) write(ctx context.Context, fn txFunc) error {
-	return pgError(retrySerialization(ctx, func() error {
-		tx, err := e.dbh.BeginTx(ctx, nil)
-		if err != nil {
+	var mark int64
+	var xid string
+	unsure := false
+	err := retrySerialization(ctx, func() error {
+		mark, xid, unsure = rand.Int64(), "", false
+		_, err := graced(ctx, func(sctx context.Context) error {
+			tx, err := e.dbh.BeginTx(sctx, nil)
+			if err != nil {
+				return err
+			}
+			err = tx.QueryRowContext(sctx, pgMarkSQL, mark).Scan(&xid)
+			if err == nil {
+				err = fn(sctx, pgDB{tx})
+			}
+			if err == nil {
+				err = ctx.Err()
+			}
+			if err != nil {
+				tx.Rollback()
+				return err
+			}
+			err = tx.Commit()
+			unsure = err != nil && ctx.Err() != nil
 			return err
-		}
-		err = fn(ctx, pgDB{tx})
-		if err == nil {
-			err = ctx.Err()
-		}
-		if err != nil {
-			tx.Rollback()
-			return err
-		}
-		return tx.Commit()
-	}))
+		})
+		return err
+	})
+	if !unsure || ctx.Err() == nil {
+		return pgError(err)
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pgAnswerWait)
+	defer cancel()
+	done, ferr := e.committed(fctx, mark, xid)
+	switch {
+	case ferr != nil:
+		return outcomeUnknown(ctx, ferr)
+	case done:
+		return nil
+	}
+	return ctx.Err()
+}
+
+// pgMarkSQL marks a transaction of write for the read that finds out
+// whether it committed: it takes the advisory lock of the random key $1
+// until it ends, and returns its transaction ID. No other transaction
+// holds the key; were it held, the transaction would fail rather than run
+// unmarked.
+const pgMarkSQL = `SELECT pg_current_xact_id()::text WHERE pg_try_advisory_xact_lock($1::bigint)`
+
+// pgCommittedSQL waits for the transaction marked $1 to end, then says
+// what became of the transaction $2: committed, aborted (or NULL, were it
+// too old to tell). The lock is taken in the materialized CTE, before the
+// status is read from its row.
+const pgCommittedSQL = `WITH ended AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared($1::bigint))
+SELECT pg_xact_status($2::xid8) FROM ended`
+
+// committed reports whether the transaction of write marked mark, with the
+// ID xid, committed: one read, which waits for the transaction to end
+// first — a COMMIT the server has not yet carried out may still be. Each
+// transaction of write ends in its own COMMIT or abort, so the status of
+// its ID says exactly whether the call was written, whatever happened to
+// its rows since.
+func (e *pgEngine) committed(ctx context.Context, mark int64, xid string) (bool, error) {
+	var status sql.NullString
+	if err := e.dbh.QueryRowContext(ctx, pgCommittedSQL, mark, xid).Scan(&status); err != nil {
+		return false, err
+	}
+	switch status.String {
+	case "committed":
+		return true, nil
+	case "aborted":
+		return false, nil
+	}
+	return false, fmt.Errorf("transaction %s is %q", xid, status.String)
 }
 
 // pgDB runs statements written for either engine on PostgreSQL: ?N

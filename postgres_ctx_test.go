@@ -97,7 +97,24 @@ type slowProxy struct {
 	url    string // the server's URL with the proxy's address
 	hold   atomic.Int64
 	commit atomic.Pointer[func()] // called, once, when a client sends a COMMIT
-	wg     sync.WaitGroup
+	// sent is called, once, when a client sends a message with its word;
+	// that connection's answers are then held back for its hold.
+	sent atomic.Pointer[sentHook]
+	wg   sync.WaitGroup
+}
+
+// sentHook is what onSend arms.
+type sentHook struct {
+	word []byte
+	hold time.Duration
+	f    func()
+}
+
+// onSend has f called, once, when the next message containing word is
+// about to pass to the server, and holds the answers on that message's
+// connection back for hold from then on.
+func (px *slowProxy) onSend(word string, hold time.Duration, f func()) {
+	px.sent.Store(&sentHook{[]byte(word), hold, f})
 }
 
 func (px *slowProxy) holdAnswers(d time.Duration) { px.hold.Store(int64(d)) }
@@ -162,6 +179,7 @@ func (px *slowProxy) forward(client net.Conn, server string, conns *sync.Map) {
 	}
 	conns.Store(up, true)
 	defer up.Close()
+	var held atomic.Int64 // this connection's hold (onSend)
 	go func() {
 		defer up.Close()
 		buf := make([]byte, 32<<10)
@@ -172,6 +190,10 @@ func (px *slowProxy) forward(client net.Conn, server string, conns *sync.Map) {
 					if f := px.commit.Swap(nil); f != nil {
 						(*f)() // before the server can answer
 					}
+				}
+				if h := px.sent.Load(); h != nil && bytes.Contains(buf[:n], h.word) && px.sent.CompareAndSwap(h, nil) {
+					held.Store(int64(h.hold))
+					h.f()
 				}
 				if _, werr := up.Write(buf[:n]); werr != nil {
 					return
@@ -186,7 +208,7 @@ func (px *slowProxy) forward(client net.Conn, server string, conns *sync.Map) {
 	for {
 		n, err := up.Read(buf)
 		if n > 0 {
-			time.Sleep(time.Duration(px.hold.Load())) // the slow network under test
+			time.Sleep(time.Duration(max(px.hold.Load(), held.Load()))) // the slow network under test
 			if _, werr := client.Write(buf[:n]); werr != nil {
 				return
 			}

@@ -76,7 +76,8 @@ func (q *Queue) Purge(ctx context.Context, before time.Time, statuses ...Status)
 	return total, nil
 }
 
-// purgeChunk deletes one chunk in a transaction of its own.
+// purgeChunk deletes one chunk in a transaction of its own, and returns
+// how many jobs it deleted: none when it fails.
 func (s *store) purgeChunk(ctx context.Context, q *Queue, st Status, before int64) (int, error) {
 	var n int
 	err := s.writeTx(ctx, nil, func(ctx context.Context, tx execer) error {
@@ -84,7 +85,10 @@ func (s *store) purgeChunk(ctx context.Context, q *Queue, st Status, before int6
 		n, err = purgeTx(ctx, tx, q, st, before)
 		return err
 	})
-	return n, err
+	if err != nil {
+		return 0, err // rolled back: nothing of the chunk deleted
+	}
+	return n, nil
 }
 
 // purgeTx runs purgeSQL and returns how many jobs it deleted: SQLite's
