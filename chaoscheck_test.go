@@ -192,6 +192,10 @@ type poolReport struct {
 	// Of those: results recorded by a try that failed, and claims that
 	// failed but committed (no handler ran them).
 	recordedFaults, claimedFaults int
+	// undone: claims a pool's caller left before their answer came, which
+	// the queue released at once unrun (on PostgreSQL, a claim's COMMIT cut
+	// short by its context: rule 24 in docs/rules.md).
+	undone int
 }
 
 // refusedFenced counts the refused fenced calls: stale or late claims.
@@ -229,10 +233,10 @@ func (p poolReport) summary() string {
 		"handlers saw %d lease losses and %d shutdowns; %d outlived their lease (%d started after it), whose context ended at most "+
 		"%dms of running time (%dms of real time) after it or their start; %d were cancelled while running, and saw it at most "+
 		"%dms of running time later; database faults: %d recording (%d of them recorded all the same), %d claiming "+
-		"(%d of them claimed all the same)",
+		"(%d of them claimed all the same); %d claims undone unrun after their caller left",
 		p.runs, p.claims, p.extends+p.refusedExtends, p.refusedExtends, p.failedExtends, p.panics, p.lostSeen, p.shutdownSeen,
 		p.outlived, p.startedLate, p.lateMax, p.lateRealMax, p.cancelled, p.cancelSeenMax, p.recordFaults, p.recordedFaults,
-		p.claimFaults, p.claimedFaults)
+		p.claimFaults, p.claimedFaults, p.undone)
 }
 
 // fmtCounts prints counts by name in name order.
@@ -1929,6 +1933,22 @@ func (r *workRun) refusal(e histEvent) *histEvent {
 	return &op
 }
 
+// undone reports whether the claim of l was given back unrun by the queue
+// itself because its caller had left: its next audited change is a
+// release of the same token by the same owner with the queue's reason for
+// that (pending again, or quarantined where its attempts were used up), and
+// no handler ran it.
+func (k *checker) undone(id string, l *life) bool {
+	for _, a := range k.auditOf[id] {
+		if a.OldToken == l.token && a.Token == l.token && a.OldStatus == string(leaseq.StatusLeased) {
+			// A release of a job whose attempts are used up quarantines it.
+			return a.Owner == l.claim.Owner && a.Status != string(leaseq.StatusDone) &&
+				strings.Contains(a.Reason, "claim undone: ")
+		}
+	}
+	return false
+}
+
 // claimFailed reports whether the pool's claim at instant at may have
 // failed with an error after it committed, so that Work never got its
 // jobs: Work logged a claim fault at or after at, and the pool made no
@@ -1963,6 +1983,8 @@ func (k *checker) checkPools() {
 			case inc.role != "chaos-pool" || l.run != nil || inc.killed:
 			case k.pools[inc].claimFailed(l.claim.At):
 				k.rep.pool.claimedFaults++
+			case k.undone(id, l):
+				k.rep.pool.undone++
 			default:
 				k.bad("%s: token %d claimed by %s.%d at %d, which was not killed and never ran it", id, l.token, inc.name, inc.n, l.claim.At)
 			}
