@@ -167,9 +167,9 @@ func postgresIntegrity(db *sql.DB) string {
 // newChaosQueue is leaseq.New, tried again while it fails: a process may
 // start while the server is restarting, and then waits for it, as a
 // service would.
-func newChaosQueue(p *chaosProc, db *sql.DB) (*leaseq.Queue, error) {
+func newChaosQueue(p *chaosProc, db *sql.DB, clock leaseq.Clock) (*leaseq.Queue, error) {
 	for give := time.Now().Add(chaosDrain); ; {
-		q, err := leaseq.New(p.ctx, db, leaseq.Options{Clock: p.clock, MaxAttempts: chaosMaxAttempts})
+		q, err := leaseq.New(p.ctx, db, leaseq.Options{Clock: clock, MaxAttempts: chaosMaxAttempts})
 		if err == nil || time.Now().After(give) {
 			return q, err
 		}

@@ -302,7 +302,7 @@ func newChaosProc(t *testing.T) *chaosProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.q, err = newChaosQueue(p, db); err != nil {
+	if p.q, err = newChaosQueue(p, db, p.clock); err != nil {
 		t.Fatal(err)
 	}
 	// Each line is one write(2) on an O_APPEND file: once written it
@@ -847,7 +847,7 @@ func TestChildChaosOperator(t *testing.T) {
 	}
 	o := &chaosOperator{chaosProc: newChaosProc(t), racerClock: &recordingClock{}}
 	var err error
-	if o.racer, err = leaseq.New(o.ctx, o.q.DB(), leaseq.Options{Clock: o.racerClock, MaxAttempts: chaosMaxAttempts}); err != nil {
+	if o.racer, err = newChaosQueue(o.chaosProc, o.q.DB(), o.racerClock); err != nil {
 		t.Fatal(err)
 	}
 	for !o.stopped() {
