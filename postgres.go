@@ -33,7 +33,8 @@ import (
 // status the finish changed, fails the fence then. So a fenced call acts
 // only on the row as it is when it acts, exactly as under SQLite's lock,
 // and never on a version another transaction has replaced. Claims lock
-// what they take with FOR UPDATE SKIP LOCKED (leaseq_claim in
+// what they take with FOR UPDATE SKIP LOCKED, under advisory try-locks
+// that keep two claims off one row at once (leaseq_claim in
 // postgres_schema.sql), so they never wait for each other or for a finish.
 //
 // Statements read "now" themselves when the Queue has no Clock (rule 40):
@@ -106,10 +107,12 @@ const schemaLock = 0x6c65617365710a // "leaseq\n"
 
 // pgSchemaCurrent is the version of postgres_schema.sql, kept in
 // leaseq_schema: 4 added leaseq_purged_token and keeps leaseq_counts by
-// backend. Every version's script runs on any older schema, as it
-// creates what is missing and replaces every function and trigger. It is
+// backend; 5 lets one claim at a time sweep and has the claim take a row
+// only under an advisory lock of its seq (leaseq_claim says why). Every
+// version's script runs on any older schema, as it creates what is missing
+// and replaces every function and trigger. It is
 // PostgreSQL's own number: SQLite's schema is SchemaVersion.
-const pgSchemaCurrent = 4
+const pgSchemaCurrent = 5
 
 // migrate checks that the schema is current with one read, which DML
 // rights (or read-only ones) suffice for, and only when it is not creates
