@@ -101,10 +101,10 @@ CREATE OR REPLACE TRIGGER leaseq_purged_token AFTER INSERT ON leaseq_jobs
 CREATE OR REPLACE FUNCTION leaseq_now() RETURNS bigint LANGUAGE sql STABLE
   AS $$ SELECT floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint $$;
 
--- leaseq_claim is Claim on PostgreSQL: the quarantine sweeps, the promotion
--- of due rows into leaseq_jobs_ready, and the claim of up to p_max jobs, as
--- one statement at one instant (p_now, or the server's clock when NULL).
--- A claimer never waits for rows another transaction holds (rule 39 in
+-- leaseq_claim is a claim on PostgreSQL: the quarantine sweeps, the
+-- promotion of due rows into leaseq_jobs_ready (leaseq_sweep), and the claim
+-- of up to p_max jobs (leaseq_claim_jobs), as one statement at one instant
+-- (p_now, or the server's clock when NULL); a pool step runs it. A claimer never waits for rows another transaction holds (rule 39 in
 -- docs/rules.md), whether another claimer is taking them or a worker is
 -- finishing one, and two claimers never get one job, because a row is
 -- updated only by the transaction that locked it.
@@ -124,10 +124,10 @@ CREATE OR REPLACE FUNCTION leaseq_now() RETURNS bigint LANGUAGE sql STABLE
 --     version another claimer made is committed by the time this one gets
 --     it (locks are released after the commit is visible), and the lock
 --     then skips a row held by anyone else;
---   * the sweeps and the promotion run in one claim at a time, the one that
---     gets leaseq_sweeper of the queue; the others skip them this time (the
---     sweeper commits what it moved, and the claim refuses what a sweep
---     would have quarantined). They take only rows no claim may take: jobs
+--   * the sweeps and the promotion run in one transaction of the queue at
+--     a time, the one that gets leaseq_sweeper; the others skip them this
+--     time (the sweeper commits what it moved, and a claim refuses what a
+--     sweep would have quarantined). They take only rows no claim may take: jobs
 --     whose attempts are used up or whose deadline passed, and rows of
 --     leaseq_jobs_waiting (ready = 0), whose promotion is limited to jobs
 --     a claim may take, so that it does not race the sweeps either.
@@ -137,26 +137,38 @@ CREATE OR REPLACE FUNCTION leaseq_now() RETURNS bigint LANGUAGE sql STABLE
 -- The advisory locks are held in the server's shared lock table, one per
 -- job a claim takes or finds held (max_locks_per_transaction bounds how
 -- many all transactions hold at once), and the sweeps take none.
--- Each step picks its rows in a subquery that ARRAY() runs first, so the
+-- Each statement picks its rows in a subquery that ARRAY() runs first, so the
 -- update finds them by primary key whatever the planner guesses of how many
 -- there are.
 CREATE OR REPLACE FUNCTION leaseq_claim(p_queue text, p_owner text, p_now bigint, p_lease bigint, p_max integer)
 RETURNS TABLE (seq bigint, id text, qty bigint, payload bytea, token bigint, attempts integer,
                lease_until bigint, deadline bigint, priority integer)
+LANGUAGE plpgsql AS $$
+DECLARE
+  t bigint := coalesce(p_now, leaseq_now());
+BEGIN
+  PERFORM leaseq_sweep(p_queue, t);
+  RETURN QUERY SELECT * FROM leaseq_claim_jobs(p_queue, p_owner, t, p_lease, p_max);
+END $$;
+
+-- leaseq_claim_jobs is the claim of leaseq_claim without the sweeps: Claim
+-- runs leaseq_sweep as a statement of its own first, committed at once,
+-- so that the sweeper's lock is never held while the server waits for a
+-- client's COMMIT (a client that stalls there would stop every other
+-- claim's sweeps for as long).
+CREATE OR REPLACE FUNCTION leaseq_claim_jobs(p_queue text, p_owner text, p_now bigint, p_lease bigint, p_max integer)
+RETURNS TABLE (seq bigint, id text, qty bigint, payload bytea, token bigint, attempts integer,
+               lease_until bigint, deadline bigint, priority integer)
 LANGUAGE plpgsql
--- Planned once per session, not on every call: planning its four
--- statements cost more server time than running them. The ARRAY() forms
--- keep the generic plans to index ranges whatever the queue's shape.
+-- Planned once per session, not on every call: planning its statements
+-- cost more server time than running them. The ARRAY() forms keep the
+-- generic plans to index ranges whatever the queue's shape.
 SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE
   t bigint := coalesce(p_now, leaseq_now());
 BEGIN
-  IF leaseq_sweeper(p_queue) THEN
-    PERFORM leaseq_sweep(p_queue, t);
-  END IF;
-
   RETURN QUERY
   UPDATE leaseq_jobs j
   SET status = 'leased', ready = 0, owner = p_owner, token = j.token + 1, attempts = j.attempts + 1,
@@ -198,15 +210,21 @@ LANGUAGE sql VOLATILE AS $$
 $$;
 
 -- leaseq_sweep quarantines the jobs of the queue whose attempts are used up
--- or whose deadline passed at t, and promotes into leaseq_jobs_ready the
--- jobs that came due a claim may take. It runs in the claim that holds
--- leaseq_sweeper; every step still skips rows other transactions hold.
-CREATE OR REPLACE FUNCTION leaseq_sweep(p_queue text, t bigint) RETURNS void
+-- or whose deadline passed at p_now (the server's clock when NULL), and
+-- promotes into leaseq_jobs_ready the jobs that came due a claim may take:
+-- when it gets leaseq_sweeper; otherwise another claim is sweeping, and it
+-- does nothing. Every step still skips rows other transactions hold.
+CREATE OR REPLACE FUNCTION leaseq_sweep(p_queue text, p_now bigint) RETURNS void
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
+DECLARE
+  t bigint := coalesce(p_now, leaseq_now());
 BEGIN
+  IF NOT leaseq_sweeper(p_queue) THEN
+    RETURN;
+  END IF;
   UPDATE leaseq_jobs j
   SET status = 'quarantined', ready = 0, updated_at = t,
       reason = CASE WHEN j.deadline IS NOT NULL AND j.deadline <= t
@@ -302,8 +320,9 @@ CREATE OR REPLACE TRIGGER leaseq_counts_delete AFTER DELETE ON leaseq_jobs FOR E
 -- their handlers, then their claims, in one statement at one instant on the
 -- server's clock, so that many pools' results and next jobs share one
 -- commit. Finishes come first and each is fenced as pgFenceSQL fences one,
--- on a row no other transaction holds;
--- the rows of accepted finishes come back with req 0, the claims of the
+-- on a row no other transaction holds; the claims sweep as leaseq_claim
+-- does, holding leaseq_sweeper only while the server runs the statement,
+-- which commits on its own. The rows of accepted finishes come back with req 0, the claims of the
 -- i-th claim request with req i.
 CREATE OR REPLACE FUNCTION leaseq_pool_step(p_queue text, f_ids text[], f_owners text[], f_tokens bigint[],
                                             c_owners text[], c_leases bigint[], c_maxes integer[])
