@@ -166,22 +166,24 @@ func serverDeadlocks(t *testing.T, db *sql.DB) int64 {
 }
 
 // blockedClaims samples the claim statements of db's database that wait
-// for a lock another backend holds: pg_blocking_pids not empty, unless the
-// lock waited for is one to extend a table's file, no wait for a row (a
-// lock no longer waited for when pg_locks is read counts as a row's). It
-// counts those that wait on a counter: holding a tuple lock on a row of
-// leaseq_counts, as a waiter for a row of it does while it waits; the
-// others; and says who waits for what.
+// for a lock another backend holds, in one snapshot of the server's locks:
+// a lock not granted, other than one to extend a table's file (no wait for
+// a row). It counts those that wait on a counter: holding a tuple lock on a
+// row of leaseq_counts, as a waiter for a row of it does while it waits;
+// the others; and says who waits for what (pg_blocking_pids, read just
+// after the snapshot).
 func blockedClaims(t *testing.T, db *sql.DB) (onCounts, other int, who string) {
 	var w sql.NullString
-	err := db.QueryRow(`WITH claims AS (
+	err := db.QueryRow(`WITH locks AS MATERIALIZED (SELECT pid, locktype, relation, granted FROM pg_locks),
+	claims AS (
 		SELECT a.pid, pg_blocking_pids(a.pid) AS by,
-			(SELECT string_agg(l.locktype, ',') FROM pg_locks l WHERE l.pid = a.pid AND NOT l.granted) AS waits,
-			EXISTS (SELECT FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'tuple'
+			(SELECT string_agg(l.locktype, ',') FROM locks l
+			 WHERE l.pid = a.pid AND NOT l.granted AND l.locktype <> 'extend') AS waits,
+			EXISTS (SELECT FROM locks l WHERE l.pid = a.pid AND l.locktype = 'tuple'
 				AND l.relation = 'leaseq_counts'::regclass) AS on_counts
 		FROM pg_stat_activity a
 		WHERE a.datname = current_database() AND (a.query LIKE '%leaseq_claim%' OR a.query LIKE '%leaseq_sweep%') AND a.state = 'active'),
-	blocked AS (SELECT * FROM claims WHERE cardinality(by) > 0 AND waits IS DISTINCT FROM 'extend')
+	blocked AS (SELECT * FROM claims WHERE waits IS NOT NULL)
 		SELECT count(*) FILTER (WHERE on_counts), count(*) FILTER (WHERE NOT on_counts),
 			string_agg(pid || ' (' || coalesce(waits, '') || CASE WHEN on_counts THEN ', on a row of leaseq_counts' ELSE '' END || ') by ' ||
 				coalesce((SELECT string_agg(b.pid || ' (' || b.state || ': ' || left(regexp_replace(b.query, '\s+', ' ', 'g'), 120) || ')', ', ')
