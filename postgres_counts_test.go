@@ -323,3 +323,36 @@ func mustClaimPG(t *testing.T, q *leaseq.Queue) leaseq.Claim {
 	}
 	return c
 }
+
+// TestPostgresStalledClaimLeavesSweeps checks rule 39 in docs/rules.md
+// for a claimer that stops before its COMMIT (a paused process, a lost
+// network): its transaction holds the rows it took, and nothing that
+// stops the other claims' sweeps. One claims job a as a Claim's
+// transaction does and leaves the transaction open; job b comes due, and
+// a Claim elsewhere promotes and takes it.
+func TestPostgresStalledClaimLeavesSweeps(t *testing.T) {
+	t.Parallel()
+	clock := leaseq.NewManualClock(t0)
+	q, db := pgQueue(t, leaseq.Options{Clock: clock})
+	ctx := context.Background()
+	err := q.EnqueueBatch(ctx, []leaseq.Job{{ID: "a"}, {ID: "b", RunAt: t0.Add(time.Second)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stalled, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Rollback()
+	var id string
+	err = stalled.QueryRowContext(ctx, "SELECT id FROM ("+leaseq.PGClaimSQL+") c",
+		leaseq.DefaultName, "stalled", t0.UnixMilli(), 60_000, 1).Scan(&id)
+	if err != nil || id != "a" {
+		t.Fatalf("the stalled claim: %q, %v; want a", id, err)
+	}
+	clock.Advance(time.Second)
+	c, ok, err := q.Claim(ctx, "w", time.Minute)
+	if err != nil || !ok || c.ID != "b" {
+		t.Fatalf("Claim beside the stalled one: %+v, %v, %v; want b, the job that came due", c, ok, err)
+	}
+}
