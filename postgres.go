@@ -33,7 +33,8 @@ import (
 // status the finish changed, fails the fence then. So a fenced call acts
 // only on the row as it is when it acts, exactly as under SQLite's lock,
 // and never on a version another transaction has replaced. Claims lock
-// what they take with FOR UPDATE SKIP LOCKED (leaseq_claim in
+// what they take with FOR UPDATE SKIP LOCKED, under advisory try-locks
+// that keep two claims off one row at once (leaseq_claim in
 // postgres_schema.sql), so they never wait for each other or for a finish.
 //
 // Statements read "now" themselves when the Queue has no Clock (rule 40):
@@ -106,10 +107,12 @@ const schemaLock = 0x6c65617365710a // "leaseq\n"
 
 // pgSchemaCurrent is the version of postgres_schema.sql, kept in
 // leaseq_schema: 4 added leaseq_purged_token and keeps leaseq_counts by
-// backend. Every version's script runs on any older schema, as it
-// creates what is missing and replaces every function and trigger. It is
+// backend; 5 lets one claim at a time sweep and has the claim take a row
+// only under an advisory lock of its seq (leaseq_claim says why). Every
+// version's script runs on any older schema, as it creates what is missing
+// and replaces every function and trigger. It is
 // PostgreSQL's own number: SQLite's schema is SchemaVersion.
-const pgSchemaCurrent = 4
+const pgSchemaCurrent = 5
 
 // migrate checks that the schema is current with one read, which DML
 // rights (or read-only ones) suffice for, and only when it is not creates
@@ -449,13 +452,23 @@ func nowOr(q *Queue, now int64) any {
 	return now
 }
 
-// pgClaimSQL claims through leaseq_claim (postgres_schema.sql).
-const pgClaimSQL = `SELECT seq, id, qty, payload, token, attempts, lease_until, deadline, priority
-FROM leaseq_claim($1, $2, $3, $4, $5)`
+// pgSweepSQL runs a claim's sweeps (leaseq_sweep in postgres_schema.sql).
+const pgSweepSQL = `SELECT leaseq_sweep($1, $2)`
 
-// claim runs leaseq_claim in a transaction of its own. An idle claim
-// changes no row and so takes no lock (rule 23 in docs/rules.md). An
-// injected clock is read once the claim holds its connection, so that a
+// pgClaimSQL claims through leaseq_claim_jobs (postgres_schema.sql).
+const pgClaimSQL = `SELECT seq, id, qty, payload, token, attempts, lease_until, deadline, priority
+FROM leaseq_claim_jobs($1, $2, $3, $4, $5)`
+
+// claim runs leaseq_claim's two parts: the sweeps as a statement of their
+// own, committed as the server ends it, so that the lock that lets one
+// claim of the queue at a time sweep is never held while the server waits
+// for this process (a process that stalls before its COMMIT would stop the
+// sweeps of every other claim); then the claim in a transaction of its
+// own. A sweep cut short by ctx may have committed: it moved only jobs no
+// claim may take and promoted due ones, as any claim's sweep would, so the
+// claim still answers with ctx's error. An idle claim changes no row and
+// so takes no row lock (rule 23 in docs/rules.md). The claim's injected
+// clock is read once the claim holds its connection, so that a
 // wait for one (a new connection takes a while, more so while the server
 // recovers) does not leave the claim judging at a stale instant (rule 8);
 // the rows it takes it locks itself, so it cannot read a clock of this
@@ -477,10 +490,18 @@ func (e *pgEngine) claim(ctx context.Context, q *Queue, owner string, lease time
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	conn, err := e.dbh.Conn(ctx)
+	if err != nil {
+		return nil, pgError(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, pgSweepSQL, q.name, q.nowArg()); err != nil {
+		return nil, pgError(err)
+	}
 	var cs []Claim
-	err := retrySerialization(ctx, func() error {
+	err = retrySerialization(ctx, func() error {
 		cs = nil
-		tx, err := e.dbh.BeginTx(ctx, nil)
+		tx, err := conn.BeginTx(ctx, nil)
 		if err != nil {
 			return err
 		}

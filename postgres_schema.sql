@@ -1,4 +1,4 @@
--- leaseq schema on PostgreSQL, version 4 (the version is the row of
+-- leaseq schema on PostgreSQL, version 5 (the version is the row of
 -- leaseq_schema). The same tables, columns and meanings as schema.sql, so
 -- that one row means the same on both engines; times are bigint Unix
 -- milliseconds from the queue's clock (the server's clock when the Queue has
@@ -101,31 +101,130 @@ CREATE OR REPLACE TRIGGER leaseq_purged_token AFTER INSERT ON leaseq_jobs
 CREATE OR REPLACE FUNCTION leaseq_now() RETURNS bigint LANGUAGE sql STABLE
   AS $$ SELECT floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint $$;
 
--- leaseq_claim is Claim on PostgreSQL: the quarantine sweeps, the promotion
--- of due rows into leaseq_jobs_ready, and the claim of up to p_max jobs, as
--- one statement at one instant (p_now, or the server's clock when NULL).
--- Every step locks rows with FOR UPDATE SKIP LOCKED (rule 39): a claimer
--- never waits for rows another transaction holds, whether another claimer
--- is taking them or a worker is finishing one, and two claimers never get
--- one job, because a row is updated only by the transaction that locked it.
--- A row a sweep skipped may be claimable once its holder lets go, so the
--- claim itself also refuses what the sweep would have quarantined: used-up
--- attempts and a passed deadline. Each step picks its rows in a subquery
--- that ARRAY() runs first, so the update finds them by primary key whatever
--- the planner guesses of how many there are.
+-- leaseq_claim is a claim on PostgreSQL: the quarantine sweeps, the
+-- promotion of due rows into leaseq_jobs_ready (leaseq_sweep), and the claim
+-- of up to p_max jobs (leaseq_claim_jobs), as one statement at one instant
+-- (p_now, or the server's clock when NULL); a pool step runs it. A claimer never waits for rows another transaction holds (rule 39 in
+-- docs/rules.md), whether another claimer is taking them or a worker is
+-- finishing one, and two claimers never get one job, because a row is
+-- updated only by the transaction that locked it.
+--
+-- FOR UPDATE SKIP LOCKED alone does not keep the first promise. A row
+-- version the statement read may be updated by a transaction that commits
+-- just as the lock is taken; the server then follows the row's update
+-- chain and waits, whatever the wait policy, for any transaction that holds
+-- the newer version ("while locking updated version … of tuple": PostgreSQL
+-- 15's heap_lock_updated_tuple). On a queue's rows that is another claimer:
+-- the claimer of the newer version, or one that followed the same chain and
+-- holds that version locked although it did not take it. So no two of the
+-- steps of two claims ever lock one row at once:
+--   * the claim takes a row only once it holds leaseq_take on the row's
+--     seq, a try of an advisory lock that lasts until its transaction ends.
+--     A claimer that locked or updated the row held it, so the row's every
+--     version another claimer made is committed by the time this one gets
+--     it (locks are released after the commit is visible), and the lock
+--     then skips a row held by anyone else;
+--   * the sweeps and the promotion run in one transaction of the queue at
+--     a time, the one that gets leaseq_sweeper; the others skip them this
+--     time (the sweeper commits what it moved, and a claim refuses what a
+--     sweep would have quarantined). They take only rows no claim may take: jobs
+--     whose attempts are used up or whose deadline passed, and rows of
+--     leaseq_jobs_waiting (ready = 0), whose promotion is limited to jobs
+--     a claim may take, so that it does not race the sweeps either.
+-- What remains is a row updated in one moment by two of the other calls
+-- (say, an Extend and a Finish of one lease, or a Finish and a Purge) as a
+-- claimer reads it, or a deadline passing between two claims' instants.
+-- The advisory locks are held in the server's shared lock table, one per
+-- job a claim takes or finds held (max_locks_per_transaction bounds how
+-- many all transactions hold at once), and the sweeps take none.
+-- Each statement picks its rows in a subquery that ARRAY() runs first, so the
+-- update finds them by primary key whatever the planner guesses of how many
+-- there are.
 CREATE OR REPLACE FUNCTION leaseq_claim(p_queue text, p_owner text, p_now bigint, p_lease bigint, p_max integer)
 RETURNS TABLE (seq bigint, id text, qty bigint, payload bytea, token bigint, attempts integer,
                lease_until bigint, deadline bigint, priority integer)
+LANGUAGE plpgsql AS $$
+DECLARE
+  t bigint := coalesce(p_now, leaseq_now());
+BEGIN
+  PERFORM leaseq_sweep(p_queue, t);
+  RETURN QUERY SELECT * FROM leaseq_claim_jobs(p_queue, p_owner, t, p_lease, p_max);
+END $$;
+
+-- leaseq_claim_jobs is the claim of leaseq_claim without the sweeps: Claim
+-- runs leaseq_sweep as a statement of its own first, committed at once,
+-- so that the sweeper's lock is never held while the server waits for a
+-- client's COMMIT (a client that stalls there would stop every other
+-- claim's sweeps for as long).
+CREATE OR REPLACE FUNCTION leaseq_claim_jobs(p_queue text, p_owner text, p_now bigint, p_lease bigint, p_max integer)
+RETURNS TABLE (seq bigint, id text, qty bigint, payload bytea, token bigint, attempts integer,
+               lease_until bigint, deadline bigint, priority integer)
 LANGUAGE plpgsql
--- Planned once per session, not on every call: planning its four
--- statements cost more server time than running them. The ARRAY() forms
--- keep the generic plans to index ranges whatever the queue's shape.
+-- Planned once per session, not on every call: planning its statements
+-- cost more server time than running them. The ARRAY() forms keep the
+-- generic plans to index ranges whatever the queue's shape.
 SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE
   t bigint := coalesce(p_now, leaseq_now());
 BEGIN
+  RETURN QUERY
+  UPDATE leaseq_jobs j
+  SET status = 'leased', ready = 0, owner = p_owner, token = j.token + 1, attempts = j.attempts + 1,
+      lease_until = CASE WHEN j.deadline IS NOT NULL AND j.deadline < t + p_lease THEN j.deadline ELSE t + p_lease END,
+      due_at = CASE WHEN j.deadline IS NOT NULL AND j.deadline < t + p_lease THEN j.deadline ELSE t + p_lease END,
+      updated_at = t
+  WHERE j.seq = ANY (ARRAY(SELECT r.seq FROM leaseq_jobs r
+                  WHERE r.queue = p_queue AND r.ready = 1
+                    AND (r.due_at <= t OR r.status = 'pending' AND coalesce(r.run_at, t) <= t)
+                    AND r.attempts < r.max_attempts AND (r.deadline IS NULL OR r.deadline > t)
+                    AND leaseq_take(r.seq)
+                  ORDER BY r.priority DESC, r.due_at, r.seq
+                  LIMIT p_max
+                  FOR UPDATE SKIP LOCKED))
+  RETURNING j.seq, j.id, j.qty, j.payload, j.token, j.attempts, j.lease_until, j.deadline, j.priority;
+END $$;
+
+-- leaseq_take tries the advisory lock of the job of seq for the claim that
+-- is about to lock its row (leaseq_claim says why). Keys of two int4 are a
+-- space of their own, apart from the one-bigint keys applications and
+-- Migrate's lock use; the first is leaseq's ("lesq"), the second the
+-- seq's low 32 bits: jobs 2^32 apart share a key, which at worst makes a
+-- claim skip one of them while the other is being taken. Its cost keeps it
+-- the last condition the planner checks, so the claim locks only rows it
+-- would take.
+CREATE OR REPLACE FUNCTION leaseq_take(p_seq bigint) RETURNS boolean
+LANGUAGE plpgsql VOLATILE COST 1000 AS $$
+BEGIN
+  RETURN pg_try_advisory_xact_lock(1818588017, (p_seq & 4294967295)::bit(32)::integer);
+END $$;
+
+-- leaseq_sweeper tries the advisory lock that lets one claim of the queue
+-- at a time run the sweeps (leaseq_claim says why); it lasts until the
+-- claim's transaction ends. The second key is the queue's name hashed:
+-- queues whose names share a hash share one sweeper.
+CREATE OR REPLACE FUNCTION leaseq_sweeper(p_queue text) RETURNS boolean
+LANGUAGE sql VOLATILE AS $$
+  SELECT pg_try_advisory_xact_lock(1818588023, hashtext(p_queue))
+$$;
+
+-- leaseq_sweep quarantines the jobs of the queue whose attempts are used up
+-- or whose deadline passed at p_now (the server's clock when NULL), and
+-- promotes into leaseq_jobs_ready the jobs that came due a claim may take:
+-- when it gets leaseq_sweeper; otherwise another claim is sweeping, and it
+-- does nothing. Every step still skips rows other transactions hold.
+CREATE OR REPLACE FUNCTION leaseq_sweep(p_queue text, p_now bigint) RETURNS void
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+DECLARE
+  t bigint := coalesce(p_now, leaseq_now());
+BEGIN
+  IF NOT leaseq_sweeper(p_queue) THEN
+    RETURN;
+  END IF;
   UPDATE leaseq_jobs j
   SET status = 'quarantined', ready = 0, updated_at = t,
       reason = CASE WHEN j.deadline IS NOT NULL AND j.deadline <= t
@@ -147,22 +246,8 @@ BEGIN
   UPDATE leaseq_jobs j SET ready = 1
   WHERE j.seq = ANY (ARRAY(SELECT w.seq FROM leaseq_jobs w
                   WHERE w.queue = p_queue AND w.ready = 0 AND w.status IN ('pending', 'leased') AND w.due_at <= t
+                    AND w.attempts < w.max_attempts AND (w.deadline IS NULL OR w.deadline > t)
                   FOR UPDATE SKIP LOCKED));
-
-  RETURN QUERY
-  UPDATE leaseq_jobs j
-  SET status = 'leased', ready = 0, owner = p_owner, token = j.token + 1, attempts = j.attempts + 1,
-      lease_until = CASE WHEN j.deadline IS NOT NULL AND j.deadline < t + p_lease THEN j.deadline ELSE t + p_lease END,
-      due_at = CASE WHEN j.deadline IS NOT NULL AND j.deadline < t + p_lease THEN j.deadline ELSE t + p_lease END,
-      updated_at = t
-  WHERE j.seq = ANY (ARRAY(SELECT r.seq FROM leaseq_jobs r
-                  WHERE r.queue = p_queue AND r.ready = 1
-                    AND (r.due_at <= t OR r.status = 'pending' AND coalesce(r.run_at, t) <= t)
-                    AND r.attempts < r.max_attempts AND (r.deadline IS NULL OR r.deadline > t)
-                  ORDER BY r.priority DESC, r.due_at, r.seq
-                  LIMIT p_max
-                  FOR UPDATE SKIP LOCKED))
-  RETURNING j.seq, j.id, j.qty, j.payload, j.token, j.attempts, j.lease_until, j.deadline, j.priority;
 END $$;
 
 -- The number of done and quarantined jobs of each queue, as in schema.sql,
@@ -235,8 +320,9 @@ CREATE OR REPLACE TRIGGER leaseq_counts_delete AFTER DELETE ON leaseq_jobs FOR E
 -- their handlers, then their claims, in one statement at one instant on the
 -- server's clock, so that many pools' results and next jobs share one
 -- commit. Finishes come first and each is fenced as pgFenceSQL fences one,
--- on a row no other transaction holds;
--- the rows of accepted finishes come back with req 0, the claims of the
+-- on a row no other transaction holds; the claims sweep as leaseq_claim
+-- does, holding leaseq_sweeper only while the server runs the statement,
+-- which commits on its own. The rows of accepted finishes come back with req 0, the claims of the
 -- i-th claim request with req i.
 CREATE OR REPLACE FUNCTION leaseq_pool_step(p_queue text, f_ids text[], f_owners text[], f_tokens bigint[],
                                             c_owners text[], c_leases bigint[], c_maxes integer[])
