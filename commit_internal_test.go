@@ -73,19 +73,7 @@ func failedCommit(t *testing.T, s *store, path, end string, others int, broken s
 	t.Helper()
 	ctx := context.Background()
 	var answer error
-	err := s.asWriter(ctx, func() error {
-		wc, err := s.writeConn(ctx)
-		if err != nil {
-			return err
-		}
-		defer s.afterTx(wc)
-		if _, err := wc.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-			return err
-		}
-		before, err := changeCounter(ctx, wc)
-		if err != nil {
-			return err
-		}
+	inBegun(t, s, func(wc *writeConn, before uint32) error {
 		if _, err := wc.conn.ExecContext(ctx, "INSERT INTO t VALUES (1)"); err != nil {
 			return err
 		}
@@ -117,10 +105,33 @@ func failedCommit(t *testing.T, s *store, path, end string, others int, broken s
 		answer = wc.afterFailedCommit(ctx, before, cause)
 		return nil
 	})
+	return answer
+}
+
+// inBegun runs fn in the writer's turn on s's write connection, inside a
+// BEGIN IMMEDIATE transaction, with the file change counter read after the
+// BEGIN, as the transaction helper reads it; fn ends the transaction.
+func inBegun(t *testing.T, s *store, fn func(wc *writeConn, before uint32) error) {
+	t.Helper()
+	ctx := context.Background()
+	err := s.asWriter(ctx, func() error {
+		wc, err := s.writeConn(ctx)
+		if err != nil {
+			return err
+		}
+		defer s.afterTx(wc)
+		if _, err := wc.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+			return err
+		}
+		before, err := changeCounter(ctx, wc)
+		if err != nil {
+			return err
+		}
+		return fn(wc, before)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return answer
 }
 
 // TestAfterFailedCommitEmptyFile: the first transaction on an empty file,
@@ -136,19 +147,7 @@ func TestAfterFailedCommitEmptyFile(t *testing.T) {
 	s := openStore(db, "")
 	defer s.release()
 	cause := errors.New("disk I/O error (10)")
-	err = s.asWriter(ctx, func() error {
-		wc, err := s.writeConn(ctx)
-		if err != nil {
-			return err
-		}
-		defer s.afterTx(wc)
-		if _, err := wc.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-			return err
-		}
-		before, err := changeCounter(ctx, wc)
-		if err != nil {
-			return err
-		}
+	inBegun(t, s, func(wc *writeConn, before uint32) error {
 		for _, stmt := range []string{"CREATE TABLE t (n INTEGER)", "ROLLBACK"} {
 			if _, err := wc.conn.ExecContext(ctx, stmt); err != nil {
 				return err
@@ -159,9 +158,6 @@ func TestAfterFailedCommitEmptyFile(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestReleaseUnknown: after a claim transaction whose outcome the file

@@ -25,20 +25,29 @@ func TestCancelledEnqueueAnswersWhatHappened(t *testing.T) {
 		for _, clock := range []string{"manual", "system"} {
 			for _, batch := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/batch=%v", clock, batch), func(t *testing.T) {
-					f := newFixture(t, e, leaseq.Options{})
-					if clock == "system" {
-						q, err := leaseq.New(f.ctx, f.db, leaseq.Options{})
-						if err != nil {
-							t.Fatal(err)
-						}
-						defer q.Close()
-						f.q = q
-					}
+					f := clockFixture(t, e, clock)
 					cancelledEnqueues(t, f, batch)
 				})
 			}
 		}
 	})
+}
+
+// clockFixture is a fixture whose queue runs on the injected clock
+// ("manual") or on none ("system": the host's, the server's on
+// PostgreSQL).
+func clockFixture(t *testing.T, e testEngine, clock string) *fixture {
+	t.Helper()
+	f := newFixture(t, e, leaseq.Options{})
+	if clock == "system" {
+		q, err := leaseq.New(f.ctx, f.db, leaseq.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { q.Close() })
+		f.q = q
+	}
+	return f
 }
 
 // cancelledEnqueues runs the rounds of TestCancelledEnqueueAnswersWhatHappened

@@ -95,10 +95,10 @@ func checkSchema(ctx context.Context, e engine) error {
 // older release; New without ReadOnly migrates by itself. Like New, it is
 // safe when several processes call it at once.
 func Migrate(ctx context.Context, db *sql.DB) (from, to int, err error) {
-	switch {
-	case ctx == nil:
-		return 0, 0, opError("migrate", "", invalid("ctx is nil"))
-	case db == nil:
+	if err := ctxProblem(ctx); err != nil {
+		return 0, 0, opError("migrate", "", err)
+	}
+	if db == nil {
 		return 0, 0, opError("migrate", "", invalid("db is nil"))
 	}
 	e, err := openEngine(ctx, db)

@@ -95,15 +95,7 @@ func TestCancelledWriteAnswersWhatHappened(t *testing.T) {
 		for _, clock := range []string{"manual", "system"} {
 			for _, cc := range cutCalls {
 				t.Run(clock+"/"+cc.name, func(t *testing.T) {
-					f := newFixture(t, e, leaseq.Options{})
-					if clock == "system" {
-						q, err := leaseq.New(f.ctx, f.db, leaseq.Options{})
-						if err != nil {
-							t.Fatal(err)
-						}
-						defer q.Close()
-						f.q = q
-					}
+					f := clockFixture(t, e, clock)
 					cutRounds(t, f, clock == "manual", cc)
 				})
 			}
