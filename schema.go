@@ -11,9 +11,11 @@ import (
 //go:embed schema.sql
 var schemaSQL string
 
-// SchemaVersion is the schema version this package writes to PRAGMA
-// user_version. [New] upgrades an older database, keeping every job, and
-// refuses a newer one rather than guess at columns it does not know.
+// SchemaVersion is the schema version this package writes to a SQLite
+// database's PRAGMA user_version. [New] upgrades an older database, keeping
+// every job, and refuses a newer one rather than guess at columns it does
+// not know. PostgreSQL's schema is numbered on its own ([Migrate] says
+// which version it left), as it changed without SQLite's.
 const SchemaVersion = 3
 
 // upgradeV1SQL turns a version-1 database (one queue, no delays or
