@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/leaseq/leaseq/internal/engine"
 )
 
 // Minute is one minute of a queue's history, as [Queue.Activity] returns
@@ -34,35 +36,6 @@ type Minute struct {
 // MaxActivitySpan is how far back [Queue.Activity] reaches at most.
 const MaxActivitySpan = 24 * time.Hour
 
-// activitySQL gathers a queue's history since ?2 in one statement, so that
-// all its counts come from one snapshot. It reads index entries only:
-//   - jobs done and quarantined per minute, and of those the ones enqueued
-//     since ?2 (a job finishes after it is enqueued, so every finished job
-//     enqueued since ?2 is in the same range), by enqueue minute: two passes
-//     of the range of leaseq_jobs_finished since ?2;
-//   - the pending and leased jobs, counted, and those enqueued since ?2 by
-//     enqueue minute: two passes of their ranges of leaseq_jobs_status.
-//
-// So its cost grows with the jobs finished since ?2 and with the jobs
-// waiting or held now, never with the done rows of before ?2. Counting the
-// enqueues from these two ranges, rather than from an index of every job by
-// enqueue time, spares every Enqueue a write to one more index. Minutes are
-// the integer division of Unix milliseconds by 60000.
-const activitySQL = `
-SELECT status, updated_at / 60000, count(*) FROM leaseq_jobs
-WHERE queue = ?1 AND status IN ('done', 'quarantined') AND updated_at >= ?2
-GROUP BY status, updated_at / 60000
-UNION ALL
-SELECT 'enqueued', created_at / 60000, count(*) FROM leaseq_jobs
-WHERE queue = ?1 AND status IN ('done', 'quarantined') AND updated_at >= ?2 AND created_at >= ?2
-GROUP BY created_at / 60000
-UNION ALL
-SELECT 'enqueued', created_at / 60000, count(*) FROM leaseq_jobs
-WHERE queue = ?1 AND status IN ('pending', 'leased') AND created_at >= ?2
-GROUP BY created_at / 60000
-UNION ALL
-SELECT 'depth', 0, count(*) FROM leaseq_jobs WHERE queue = ?1 AND status IN ('pending', 'leased')`
-
 // Activity returns the queue's history minute by minute, from the minute
 // that holds since to the one that holds now by the queue's clock, oldest
 // first: how many jobs were enqueued, done and quarantined in each, and how
@@ -90,48 +63,31 @@ func (q *Queue) Activity(ctx context.Context, since time.Time) ([]Minute, error)
 		return nil, opError("activity", "", err)
 	}
 	first, last := toMillis(since)/60000, now/60000
-	var minutes []Minute
-	err := q.e.read(ctx, func(db execer) error {
-		minutes = make([]Minute, last-first+1)
-		for i := range minutes {
-			minutes[i].Start = fromMillis((first + int64(i)) * 60000)
-		}
-		rows, err := db.QueryContext(ctx, activitySQL, q.name, first*60000)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		depth := 0
-		for rows.Next() {
-			var kind string
-			var minute int64
-			var n int
-			if err := rows.Scan(&kind, &minute, &n); err != nil {
-				return err
-			}
-			if kind == "depth" {
-				depth = n
-				continue
-			}
-			m := &minutes[min(minute, last)-first]
-			switch kind {
-			case "enqueued":
-				m.Enqueued += n
-			case string(StatusDone):
-				m.Done += n
-			case string(StatusQuarantined):
-				m.Quarantined += n
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		fillDepth(minutes, depth)
-		return nil
-	})
+	rows, err := q.e.QueueActivity(ctx, engine.QueueActivityParams{Queue: q.name, Since: first * 60000})
 	if err != nil {
 		return nil, opError("activity", "", err)
 	}
+	minutes := make([]Minute, last-first+1)
+	for i := range minutes {
+		minutes[i].Start = fromMillis((first + int64(i)) * 60000)
+	}
+	depth := 0
+	for _, r := range rows {
+		if r.Kind == "depth" {
+			depth = r.N
+			continue
+		}
+		m := &minutes[min(r.Minute, last)-first]
+		switch r.Kind {
+		case "enqueued":
+			m.Enqueued += r.N
+		case string(StatusDone):
+			m.Done += r.N
+		case string(StatusQuarantined):
+			m.Quarantined += r.N
+		}
+	}
+	fillDepth(minutes, depth)
 	return minutes, nil
 }
 

@@ -192,7 +192,7 @@ func committers() int {
 	for {
 		n := runtime.Stack(buf, true)
 		if n < len(buf) {
-			return bytes.Count(buf[:n], []byte("leaseq.(*store).commitGroups"))
+			return bytes.Count(buf[:n], []byte("internal/sqlite.(*Engine).commitGroups"))
 		}
 		buf = make([]byte, 2*len(buf))
 	}

@@ -1,9 +1,10 @@
 package leaseq
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/leaseq/leaseq/internal/engine"
 )
 
 // Errors a caller can match with [errors.Is]. Each returned error wraps one
@@ -20,13 +21,16 @@ import (
 var (
 	// ErrInvalid means the arguments were malformed, or the call does not
 	// apply to the job as it is. Nothing was written.
-	ErrInvalid = errors.New("invalid argument")
+	ErrInvalid = engine.ErrInvalid
 	// ErrDuplicate means a job with that ID is already in the queue, in
 	// whatever state. The existing row was left untouched: job IDs name
 	// business jobs, and receivers de-duplicate on them.
-	ErrDuplicate = errors.New("duplicate job ID")
+	ErrDuplicate = engine.ErrDuplicate
 	// ErrNotFound means no job with that ID is in the queue.
-	ErrNotFound = errors.New("job not found")
+	ErrNotFound = engine.ErrNotFound
+	// ErrClosed is wrapped by the error of every call on a Queue after
+	// [Queue.Close]. Nothing was written.
+	ErrClosed = engine.ErrClosed
 )
 
 // opError is the one way the package builds a call's error: "leaseq: ",

@@ -3,15 +3,9 @@ package leaseq
 import (
 	"context"
 	"time"
-)
 
-// extendSQL sets the lease end to min(now + ?6 ms, deadline). The job stays out of
-// leaseq_jobs_ready (ready = 0 also undoes a promotion made while a clock
-// set back had the lease look ended).
-const extendSQL = `
-UPDATE leaseq_jobs
-SET lease_until = min(?5 + ?6, coalesce(deadline, ?5 + ?6)), due_at = min(?5 + ?6, coalesce(deadline, ?5 + ?6)),
-    ready = 0, updated_at = ?5` + fenceSQL
+	"github.com/leaseq/leaseq/internal/engine"
+)
 
 // Extend renews the lease of c, if c is still the job's current lease (the
 // fence of [Queue.Finish]): the lease now ends at min(now+lease, deadline),
@@ -24,8 +18,9 @@ SET lease_until = min(?5 + ?6, coalesce(deadline, ?5 + ?6)), due_at = min(?5 + ?
 // working on the job when it returns false. A lease under 1 ms, or a c that
 // Claim could not have returned, is [ErrInvalid].
 func (q *Queue) Extend(ctx context.Context, c Claim, lease time.Duration) (Claim, bool, error) {
-	until, ok, err := q.settle(ctx, "extend", fenced{c: c, kind: fenceExtend,
-		args: []any{lease.Milliseconds()}}, leaseProblem(lease), shareCalls)
+	f := fence(c, engine.FenceExtend)
+	f.call.Lease = lease.Milliseconds()
+	until, ok, err := q.settle(ctx, "extend", f, leaseProblem(lease), engine.ShareCalls)
 	if err != nil || !ok {
 		return c, false, err
 	}

@@ -2,8 +2,8 @@ package leaseq
 
 import (
 	"context"
-	"database/sql"
-	"errors"
+
+	"github.com/leaseq/leaseq/internal/engine"
 )
 
 // The fence (rules 3, 14 and 17–19 in docs/rules.md): a call that
@@ -16,58 +16,27 @@ import (
 // check and the change cannot be separated; a refused call matches no row
 // and changes nothing.
 //
-// Arguments: ?1 queue, ?2 ID, ?3 owner, ?4 token, ?5 now; a statement's own
-// arguments follow from ?6. Every fenced statement returns the lease end it
-// leaves, which only Extend reports.
-const fenceSQL = `
-WHERE queue = ?1 AND id = ?2 AND owner = ?3 AND token = ?4 AND status = 'leased'
-  AND lease_until > ?5 AND (deadline IS NULL OR deadline > ?5)
-RETURNING lease_until`
+// The statements are each engine's (internal/sqlite/sql, internal/postgres/sql:
+// finish.sql, extend.sql, release.sql, fail.sql); the root validates the
+// call and asks the engine only about a claim that could match a row.
 
-// sqliteFenced is each fenced call's statement on SQLite.
-var sqliteFenced = [...]string{fenceFinish: finishSQL, fenceExtend: extendSQL, fenceRelease: releaseSQL, fenceFail: failSQL}
-
-// fencedTx runs f at time now (nil: the statement reads the server's
-// clock) in query and reports whether the fence matched and the lease end
-// the row was left with. Both engines' fenced statements take the same
-// arguments.
-func fencedTx(ctx context.Context, tx execer, q *Queue, query string, f fenced, now any) (settled, error) {
-	args := append([]any{q.name, f.c.ID, f.c.Owner, f.c.Token, now}, f.args...)
-	var r settled
-	err := tx.QueryRowContext(ctx, query, args...).Scan(&r.leaseUntil)
-	if errors.Is(err, sql.ErrNoRows) {
-		return settled{}, nil
-	}
-	r.ok = err == nil
-	return r, err
+// fenced is one fenced call on the claim c: c for the checks made here,
+// call for the engine.
+type fenced struct {
+	c    Claim
+	call engine.Fenced
 }
 
-// settle runs fenced calls on SQLite: a single one in a (possibly shared)
-// transaction at the clock read under the lock, a batch in one transaction
-// at one instant.
-func (s *store) settle(ctx context.Context, q *Queue, fs []fenced, share sharing) ([]settled, error) {
-	out := make([]settled, len(fs))
-	body := func(ctx context.Context, tx execer) error {
-		now := q.now()
-		for i, f := range fs {
-			var err error
-			if out[i], err = fencedTx(ctx, tx, q, sqliteFenced[f.kind], f, now); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if share != shareNone {
-		return out, s.groupTx(ctx, q, nil, body)
-	}
-	return out, s.writeTx(ctx, nil, body)
+// fence is the fenced call of kind on c, with no arguments of its own.
+func fence(c Claim, kind engine.FenceKind) fenced {
+	return fenced{c: c, call: engine.Fenced{Kind: kind, ID: c.ID, Owner: c.Owner, Token: c.Token, LeaseUntil: toMillis(c.LeaseUntil)}}
 }
 
 // settle runs one fenced call in a (possibly shared) transaction, judged at
 // the queue's clock read under the lock. why, if not "", refuses the call's
 // own arguments; a claim that Claim could not have returned is refused
 // too. Both are ErrInvalid and write nothing.
-func (q *Queue) settle(ctx context.Context, op string, f fenced, why string, share sharing) (leaseUntil int64, ok bool, err error) {
+func (q *Queue) settle(ctx context.Context, op string, f fenced, why string, share engine.Sharing) (leaseUntil int64, ok bool, err error) {
 	if err := q.callable(ctx); err != nil {
 		return 0, false, opError(op, job(f.c.ID), err)
 	}
@@ -80,11 +49,11 @@ func (q *Queue) settle(ctx context.Context, op string, f fenced, why string, sha
 	if !q.fences(f.c) {
 		return 0, false, nil
 	}
-	r, err := q.e.settle(ctx, q, []fenced{f}, share)
+	r, err := q.e.JobSettle(ctx, engine.JobSettleParams{Queue: q.ref(), Calls: []engine.Fenced{f.call}, Share: share})
 	if err != nil {
 		return 0, false, opError(op, job(f.c.ID), err)
 	}
-	return r[0].leaseUntil, r[0].ok, nil
+	return r[0].LeaseUntil, r[0].OK, nil
 }
 
 // settleBatch runs fenced calls in one transaction, each fenced on its own,
@@ -110,16 +79,16 @@ func (q *Queue) settleBatch(ctx context.Context, op string, fs []fenced) ([]bool
 	if len(asked) == 0 {
 		return oks, nil
 	}
-	ask := make([]fenced, len(asked))
+	ask := make([]engine.Fenced, len(asked))
 	for k, i := range asked {
-		ask[k] = fs[i]
+		ask[k] = fs[i].call
 	}
-	rs, err := q.e.settle(ctx, q, ask, shareNone)
+	rs, err := q.e.JobSettle(ctx, engine.JobSettleParams{Queue: q.ref(), Calls: ask, Share: engine.ShareNone})
 	if err != nil {
 		return nil, opError(op, "", err)
 	}
 	for k, r := range rs {
-		oks[asked[k]] = r.ok
+		oks[asked[k]] = r.OK
 	}
 	return oks, nil
 }

@@ -1,9 +1,10 @@
 package leaseq
 
-import "context"
+import (
+	"context"
 
-// finishSQL records the job done.
-const finishSQL = `UPDATE leaseq_jobs SET status = 'done', ready = 0, updated_at = ?5` + fenceSQL
+	"github.com/leaseq/leaseq/internal/engine"
+)
 
 // Finish records the job of c done, if c is still the job's current lease:
 // the row's ID, owner and token equal c's, the job is leased, and now is
@@ -14,13 +15,13 @@ const finishSQL = `UPDATE leaseq_jobs SET status = 'done', ready = 0, updated_at
 // claim at all (empty ID or owner, token <= 0: [ErrInvalid]); it never means
 // "your lease was lost".
 func (q *Queue) Finish(ctx context.Context, c Claim) (bool, error) {
-	return q.finish(ctx, c, shareCalls)
+	return q.finish(ctx, c, engine.ShareCalls)
 }
 
 // finish is Finish, sharing its transaction as share allows (Work's are
 // sharePool).
-func (q *Queue) finish(ctx context.Context, c Claim, share sharing) (bool, error) {
-	_, ok, err := q.settle(ctx, "finish", fenced{c: c, kind: fenceFinish}, "", share)
+func (q *Queue) finish(ctx context.Context, c Claim, share engine.Sharing) (bool, error) {
+	_, ok, err := q.settle(ctx, "finish", fence(c, engine.FenceFinish), "", share)
 	return ok, err
 }
 
@@ -34,7 +35,7 @@ func (q *Queue) finish(ctx context.Context, c Claim, share sharing) (bool, error
 func (q *Queue) FinishBatch(ctx context.Context, claims []Claim) ([]bool, error) {
 	fs := make([]fenced, len(claims))
 	for i, c := range claims {
-		fs[i] = fenced{c: c, kind: fenceFinish}
+		fs[i] = fence(c, engine.FenceFinish)
 	}
 	return q.settleBatch(ctx, "finish batch", fs)
 }

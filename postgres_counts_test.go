@@ -1,7 +1,7 @@
 package leaseq_test
 
 // Tests of the PostgreSQL engine's counters of done and quarantined jobs
-// (leaseq_counts in postgres_schema.sql).
+// (leaseq_counts in internal/postgres/sql/schema.sql).
 
 import (
 	"context"
@@ -28,7 +28,7 @@ import (
 // no deadlock. Stats then agrees with the rows. Without leaseq_claim's
 // advisory locks, FOR UPDATE SKIP LOCKED waits when the row version a claim
 // read is updated by a transaction that commits as it looks and the next
-// version is held by another claimer (postgres_schema.sql says how), which
+// version is held by another claimer (internal/postgres/sql/schema.sql says how), which
 // claims with 2ms leases meet often.
 // LEASEQ_CLAIM_STORM sets how long the storm lasts (default 3s).
 func TestPostgresClaimStormNeverBlocks(t *testing.T) {

@@ -157,7 +157,7 @@ func waitForLockWait(t *testing.T, db *sql.DB) int {
 // TestPostgresFenceRechecksAfterLockWait: a Finish that waits for a row
 // lock held by a claim taking the same job judges the fence again on the
 // row the claim committed, so the late worker is refused and the new
-// claim's row is left as it is (rule 3 under READ COMMITTED, postgres.go).
+// claim's row is left as it is (rule 3 under READ COMMITTED, internal/postgres/doc.go).
 func TestPostgresFenceRechecksAfterLockWait(t *testing.T) {
 	t.Parallel()
 	clock := leaseq.NewManualClock(time.UnixMilli(1_000_000))

@@ -5,27 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/leaseq/leaseq/internal/engine"
 )
 
-// purgeChunk is how many jobs one Purge transaction deletes at most, so the
-// write lock is never held for long whatever the size of the purge.
-const purgeChunk = 500
-
-// purgeSelect picks the next chunk: jobs of status ?2 whose last change is
-// before ?3, from leaseq_jobs_finished. The IN repeats the index's
-// condition, which a bound ?2 alone cannot show the planner.
-const purgeSelect = `SELECT seq FROM leaseq_jobs
-    WHERE queue = ?1 AND status = ?2 AND status IN ('done', 'quarantined') AND updated_at < ?3
-    ORDER BY updated_at LIMIT ?4`
-
-// purgeSQL remembers the last token of each job of the chunk that was ever
-// claimed, then deletes the chunk. The second statement picks the same rows
-// as the first: nothing changes leaseq_jobs between them.
-var purgeSQL = [...]string{`
-INSERT INTO leaseq_purged (queue, id, token)
-SELECT queue, id, token FROM leaseq_jobs WHERE seq IN (` + purgeSelect + `) AND token > 0
-ON CONFLICT (queue, id) DO UPDATE SET token = excluded.token`,
-	`DELETE FROM leaseq_jobs WHERE seq IN (` + purgeSelect + `)`}
+// A purge runs in chunks of engine.PurgeChunk jobs, each a transaction of
+// its own, so that the write lock is never held for long whatever the size
+// of the purge.
 
 // Purge deletes the queue's jobs in the given statuses ([StatusDone] and/or
 // [StatusQuarantined]; none given means StatusDone) whose last change — the
@@ -63,45 +49,15 @@ func (q *Queue) Purge(ctx context.Context, before time.Time, statuses ...Status)
 	total := 0
 	for _, st := range statuses {
 		for {
-			n, err := q.e.purgeChunk(ctx, q, st, b)
+			n, err := q.e.JobPurgeChunk(ctx, engine.JobPurgeChunkParams{Queue: q.name, Status: string(st), Before: b})
 			total += n
 			if err != nil {
 				return total, opError("purge", "", fmt.Errorf("after deleting %d jobs: %w", total, err))
 			}
-			if n < purgeChunk {
+			if n < engine.PurgeChunk {
 				break
 			}
 		}
 	}
 	return total, nil
-}
-
-// purgeChunk deletes one chunk in a transaction of its own, and returns
-// how many jobs it deleted: none when it fails.
-func (s *store) purgeChunk(ctx context.Context, q *Queue, st Status, before int64) (int, error) {
-	var n int
-	err := s.writeTx(ctx, nil, func(ctx context.Context, tx execer) error {
-		var err error
-		n, err = purgeTx(ctx, tx, q, st, before)
-		return err
-	})
-	if err != nil {
-		return 0, err // rolled back: nothing of the chunk deleted
-	}
-	return n, nil
-}
-
-// purgeTx runs purgeSQL and returns how many jobs it deleted: SQLite's
-// purge, whose write lock keeps the rows as they are between the two
-// statements (PostgreSQL's is pgPurgeSQL).
-func purgeTx(ctx context.Context, tx execer, q *Queue, st Status, before int64) (int, error) {
-	if _, err := tx.ExecContext(ctx, purgeSQL[0], q.name, st, before, purgeChunk); err != nil {
-		return 0, err
-	}
-	res, err := tx.ExecContext(ctx, purgeSQL[1], q.name, st, before, purgeChunk)
-	if err != nil {
-		return 0, err
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
 }

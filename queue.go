@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/leaseq/leaseq/internal/engine"
+	"github.com/leaseq/leaseq/internal/sqlite"
 )
 
 // Defaults used where Options or Job leave a field at zero.
@@ -30,7 +32,7 @@ const (
 	// context ends, so it only bounds one wait inside SQLite — but it is
 	// also how long a COMMIT may wait for readers to leave, whatever the
 	// caller's context says.
-	BusyTimeoutDefault = 5 * time.Second
+	BusyTimeoutDefault = sqlite.BusyTimeout
 )
 
 // Options configures a Queue. The zero value means the defaults.
@@ -85,10 +87,11 @@ const DefaultName = "default"
 
 // Queue is one named lease queue in a SQLite or PostgreSQL database, made
 // by [New]. It is safe for concurrent use by many goroutines, and many
-// processes (on PostgreSQL, many hosts) may open queues on one database. Queues on one *sql.DB share one writer (see
-// [Options.Name]). Close it with [Queue.Close] before closing the database.
+// processes (on PostgreSQL, many hosts) may open queues on one database. On
+// SQLite, Queues on one *sql.DB share one writer (see [Options.Name]).
+// Close it with [Queue.Close] before closing the database.
 type Queue struct {
-	e           engine
+	e           engine.Engine
 	name        string
 	clock       Clock
 	maxAttempts int
@@ -173,20 +176,20 @@ func New(ctx context.Context, db *sql.DB, opts Options) (*Queue, error) {
 	q.e = e
 	if q.clock == nil {
 		q.clock = systemClock{}
-		if c := e.serverClock(); c != nil {
+		if c := e.ServerClock(); c != nil {
 			q.clock, q.serverClock = c, true
 		}
 	}
 	if opts.ReadOnly {
 		err, q.e = checkSchema(ctx, e), readOnlyEngine{e}
 	} else {
-		err = e.migrate(ctx)
+		err = e.SchemaMigrate(ctx)
 	}
 	if err != nil {
 		q.Close()
 		return nil, opError("new", job(opts.Name), err)
 	}
-	if err := e.identify(ctx); err != nil {
+	if err := e.DatabaseIdentify(ctx); err != nil {
 		q.Close()
 		return nil, opError("new", job(opts.Name), err)
 	}
@@ -214,40 +217,16 @@ func optionsProblem(opts Options) string {
 	return ""
 }
 
-// fileProblem refuses a database that is not a file: SQLite gives each
-// pooled connection of an in-memory or temporary database its own empty
-// one, so a queue on it would lose its jobs between two calls. It returns
-// the file's path.
-func fileProblem(ctx context.Context, db *sql.DB) (file string, err error) {
-	err = retryBusy(ctx, func() error {
-		return db.QueryRowContext(ctx, "SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&file)
-	})
-	if err == nil && file == "" {
-		err = invalid("the database is in memory or temporary, not a file; each pooled connection would see its own")
-	}
-	return file, err
-}
-
 // Name returns the queue's name.
 func (q *Queue) Name() string { return q.name }
 
 // DB returns the database the queue was created on.
-func (q *Queue) DB() *sql.DB { return q.e.db() }
+func (q *Queue) DB() *sql.DB { return q.e.DB() }
 
 // now is the queue's clock read once, truncated to the millisecond (rule 8
 // in docs/rules.md). Each operation reads it once, so all its
 // comparisons agree.
 func (q *Queue) now() int64 { return toMillis(q.clock.Now()) }
-
-// nowArg is the instant a statement that reads the clock itself is judged
-// at: the queue's clock, or NULL when it is the database server's, which
-// the statement then reads at its start (postgres.go).
-func (q *Queue) nowArg() any {
-	if q.serverClock {
-		return nil
-	}
-	return q.now()
-}
 
 // callable is the error of a call with ctx on q before it touches the
 // database: ErrInvalid for a nil ctx (database/sql would panic with its
@@ -268,28 +247,16 @@ func (q *Queue) usable() error {
 	return nil
 }
 
-// stateColumns are the columns scanState reads, in its order.
-const stateColumns = `id, queue, qty, payload, status, owner, token, attempts, max_attempts,
-	lease_until, deadline, run_at, priority, reason, created_at, updated_at`
-
-const getSQL = `SELECT ` + stateColumns + ` FROM leaseq_jobs WHERE queue = ?1 AND id = ?2`
-
-// scanState reads one row of stateColumns.
-func scanState(row interface{ Scan(...any) error }) (State, error) {
-	var s State
-	var leaseUntil, deadline, runAt sql.NullInt64
-	var created, updated int64
-	err := row.Scan(&s.ID, &s.Queue, &s.Qty, &s.Payload, &s.Status, &s.Owner, &s.Token, &s.Attempts,
-		&s.MaxAttempts, &leaseUntil, &deadline, &runAt, &s.Priority, &s.Reason, &created, &updated)
-	if err != nil {
-		return State{}, err
-	}
-	s.LeaseUntil, s.Deadline, s.RunAt = nullTime(leaseUntil), nullTime(deadline), nullTime(runAt)
-	s.EnqueuedAt, s.UpdatedAt = fromMillis(created), fromMillis(updated)
+// state is the public State of a row the engine read.
+func state(r engine.StateRow) State {
+	s := State{ID: r.ID, Queue: r.Queue, Qty: r.Qty, Payload: r.Payload, Status: Status(r.Status),
+		Owner: r.Owner.String, Token: r.Token, Attempts: r.Attempts, MaxAttempts: r.MaxAttempts,
+		LeaseUntil: nullTime(r.LeaseUntil), Deadline: nullTime(r.Deadline), RunAt: nullTime(r.RunAt),
+		Priority: r.Priority, Reason: r.Reason.String, EnqueuedAt: fromMillis(r.Created), UpdatedAt: fromMillis(r.Updated)}
 	if len(s.Payload) == 0 {
 		s.Payload = nil
 	}
-	return s, nil
+	return s
 }
 
 // Get returns the current row of job id in this queue, or an error wrapping
@@ -301,19 +268,14 @@ func (q *Queue) Get(ctx context.Context, id string) (State, error) {
 	if nameProblem("ID", id) != "" {
 		return State{}, opError("get", job(id), ErrNotFound) // see storedNames
 	}
-	var s State
-	err := q.e.read(ctx, func(db execer) error {
-		var err error
-		s, err = scanState(db.QueryRowContext(ctx, getSQL, q.name, id))
-		return err
-	})
-	if errors.Is(err, sql.ErrNoRows) {
+	r, found, err := q.e.JobGet(ctx, q.name, id)
+	if err == nil && !found {
 		err = ErrNotFound
 	}
 	if err != nil {
 		return State{}, opError("get", job(id), err)
 	}
-	return s, nil
+	return state(r), nil
 }
 
 // nullTime turns a nullable stored instant into a time, zero for NULL.
@@ -330,4 +292,18 @@ func nullMillis(t time.Time) sql.NullInt64 {
 		return sql.NullInt64{}
 	}
 	return sql.NullInt64{Int64: toMillis(t), Valid: true}
+}
+
+// Close stops the Queue's background work and gives back every connection
+// it holds, so that db.Close closes the file once every Queue on db is
+// closed. Calls after Close return an error wrapping [ErrClosed]; calls in
+// flight finish or fail first. Close does not close db. It is safe to call
+// more than once.
+func (q *Queue) Close() error {
+	if q.closed.Swap(true) {
+		return nil
+	}
+	close(q.closing)
+	q.e.Release()
+	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leaseq/leaseq/internal/sqlite"
 )
 
 // TestQueues checks that Queues names every queue with jobs, in byte order,
@@ -65,7 +67,7 @@ func TestQueues(t *testing.T) {
 func TestQueuesPlan(t *testing.T) {
 	for _, filled := range []bool{false, true} {
 		db := newPlanDB(t, filled)
-		plan, problems := planProblems(t, db, queuesSQL, nil)
+		plan, problems := planProblems(t, db, sqlite.Statements()["queues"].SQL, nil)
 		for _, line := range strings.Split(plan, "\n    ") {
 			if strings.Contains(line, "leaseq_jobs") && !strings.HasPrefix(line, "SEARCH leaseq_jobs USING COVERING INDEX") {
 				problems = append(problems, "not a covering index search: "+line)

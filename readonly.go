@@ -4,7 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"time"
+
+	"github.com/leaseq/leaseq/internal/engine"
 )
 
 // This file is Options.ReadOnly and Migrate: a queue that never writes, for
@@ -20,31 +21,31 @@ func errReadOnly() error {
 // readOnlyEngine is the engine of a Queue made with Options.ReadOnly: its
 // reads pass through, every write is refused before the database is
 // touched.
-type readOnlyEngine struct{ engine }
+type readOnlyEngine struct{ engine.Engine }
 
-func (readOnlyEngine) migrate(context.Context) error { return errReadOnly() }
+func (readOnlyEngine) SchemaMigrate(context.Context) error { return errReadOnly() }
 
-func (readOnlyEngine) enqueue(context.Context, *Queue, []Job, int64, bool) (int, error) {
+func (readOnlyEngine) JobInsertMany(context.Context, engine.JobInsertManyParams) (int, error) {
 	return -1, errReadOnly()
 }
 
-func (readOnlyEngine) insert(context.Context, execer, *Queue, Job, int64) error {
-	return errReadOnly()
+func (readOnlyEngine) JobInsertTx(context.Context, *sql.Tx, engine.JobInsertTxParams) (int, error) {
+	return -1, errReadOnly()
 }
 
-func (readOnlyEngine) claim(context.Context, *Queue, string, time.Duration, int, sharing) ([]Claim, error) {
+func (readOnlyEngine) JobClaim(context.Context, engine.JobClaimParams) ([]engine.ClaimRow, error) {
 	return nil, errReadOnly()
 }
 
-func (readOnlyEngine) settle(context.Context, *Queue, []fenced, sharing) ([]settled, error) {
+func (readOnlyEngine) JobSettle(context.Context, engine.JobSettleParams) ([]engine.Settled, error) {
 	return nil, errReadOnly()
 }
 
-func (readOnlyEngine) operate(context.Context, *Queue, operation) (refusal, error) {
-	return refusal{}, errReadOnly()
+func (readOnlyEngine) JobOperate(context.Context, engine.JobOperateParams) (engine.Refusal, error) {
+	return engine.Refusal{}, errReadOnly()
 }
 
-func (readOnlyEngine) purgeChunk(context.Context, *Queue, Status, int64) (int, error) {
+func (readOnlyEngine) JobPurgeChunk(context.Context, engine.JobPurgeChunkParams) (int, error) {
 	return 0, errReadOnly()
 }
 
@@ -58,18 +59,16 @@ func (q *Queue) ReadOnly() bool {
 // not the one this package writes: a read-only queue upgrades nothing, and
 // an older schema lacks columns the reads need. On SQLite it also refuses a
 // journal mode the queue does not run in (rule 26), as a write would.
-func checkSchema(ctx context.Context, e engine) error {
-	if s, ok := e.(*store); ok {
-		why, err := retryBusyOnce(ctx, func() (string, error) { return journalProblem(ctx, s.dbh) })
-		if err != nil {
-			return err
-		}
-		if why != "" {
-			return invalid("%s", why)
-		}
+func checkSchema(ctx context.Context, e engine.Engine) error {
+	why, err := e.DatabaseProblem(ctx)
+	if err != nil {
+		return err
 	}
-	v, err := e.schemaVersion(ctx)
-	want := e.schemaCurrent()
+	if why != "" {
+		return invalid("%s", why)
+	}
+	v, err := e.SchemaVersion(ctx)
+	want := e.SchemaCurrent()
 	switch {
 	case err != nil:
 		return fmt.Errorf("reading the schema version: %w", err)
@@ -105,32 +104,13 @@ func Migrate(ctx context.Context, db *sql.DB) (from, to int, err error) {
 	if err != nil {
 		return 0, 0, opError("migrate", "", err)
 	}
-	defer e.release()
-	from, err = e.schemaVersion(ctx)
+	defer e.Release()
+	from, err = e.SchemaVersion(ctx)
 	if err == nil {
-		err = e.migrate(ctx)
+		err = e.SchemaMigrate(ctx)
 	}
 	if err != nil {
 		return 0, 0, opError("migrate", "", err)
 	}
-	return from, e.schemaCurrent(), nil
+	return from, e.SchemaCurrent(), nil
 }
-
-// schemaVersion reads the schema version of a SQLite database (PRAGMA
-// user_version; 0 for none).
-func (s *store) schemaVersion(ctx context.Context) (int, error) {
-	var v int
-	err := s.read(ctx, func(db execer) error {
-		return db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
-	})
-	return v, err
-}
-
-// schemaVersion reads the schema version of a PostgreSQL database (0 when
-// there is none), without DDL.
-func (e *pgEngine) schemaVersion(ctx context.Context) (int, error) {
-	return pgSchemaVersion(ctx, pgDB{e.dbh})
-}
-
-func (s *store) schemaCurrent() int    { return SchemaVersion }
-func (e *pgEngine) schemaCurrent() int { return pgSchemaCurrent }

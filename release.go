@@ -3,22 +3,9 @@ package leaseq
 import (
 	"context"
 	"time"
-)
 
-// releaseSQL puts the job back to pending, due at now + ?6 ms, with the
-// reason ?7 — or quarantines it at once, with the reason ?8 or ?9, when its
-// attempts are used up or the delay would end at or after its deadline
-// (it could never be finished). The token and the attempts stay, so the
-// next claim still gets a new token. A job due at once goes straight into
-// leaseq_jobs_ready.
-const releaseSQL = `
-UPDATE leaseq_jobs
-SET status = CASE WHEN attempts >= max_attempts OR ?5 + ?6 >= coalesce(deadline, ?5 + ?6 + 1)
-        THEN 'quarantined' ELSE 'pending' END,
-    reason = CASE WHEN attempts >= max_attempts THEN ?8
-        WHEN ?5 + ?6 >= coalesce(deadline, ?5 + ?6 + 1) THEN ?9 ELSE ?7 END,
-    ready = (?6 = 0 AND attempts < max_attempts),
-    run_at = ?5 + ?6, due_at = ?5 + ?6, lease_until = ?5, updated_at = ?5` + fenceSQL
+	"github.com/leaseq/leaseq/internal/engine"
+)
 
 // Release gives the job of c back, if c is still the job's current lease
 // (the fence of [Queue.Finish]): it becomes pending again, claimable from
@@ -32,23 +19,23 @@ SET status = CASE WHEN attempts >= max_attempts OR ?5 + ?6 >= coalesce(deadline,
 // [ErrInvalid]. A reason is never refused; see [Queue.Fail] for how it is
 // stored.
 func (q *Queue) Release(ctx context.Context, c Claim, delay time.Duration, reason string) (bool, error) {
-	_, ok, err := q.settle(ctx, "release", releaseFenced(c, delay, reason), delayProblem(delay), shareCalls)
+	_, ok, err := q.settle(ctx, "release", releaseFenced(c, delay, reason), delayProblem(delay), engine.ShareCalls)
 	if ok {
-		q.e.wakers().signal(q.name) // claimable now, or a new instant for sleeping workers
+		q.e.Wakers().Signal(q.name) // claimable now, or a new instant for sleeping workers
 	}
 	return ok, err
 }
 
 // releaseFenced is the fenced statement of Release.
 func releaseFenced(c Claim, delay time.Duration, reason string) fenced {
-	return fenced{c: c, kind: fenceRelease, args: []any{delay.Milliseconds(), cleanReason(reason),
-		cleanReason("max attempts reached, released: " + reason),
-		cleanReason("released past the deadline: " + reason)}}
+	call := engine.ReleaseFenced(c.ID, c.Owner, c.Token, delay.Milliseconds(), reason)
+	call.LeaseUntil = toMillis(c.LeaseUntil)
+	call.Reason, call.ReasonAttempts, call.ReasonDeadline = cleanReason(call.Reason),
+		cleanReason(call.ReasonAttempts), cleanReason(call.ReasonDeadline)
+	return fenced{c: c, call: call}
 }
 
 // failSQL quarantines the job with the reason ?6.
-const failSQL = `UPDATE leaseq_jobs SET status = 'quarantined', ready = 0, reason = ?6, updated_at = ?5` + fenceSQL
-
 // Fail quarantines the job of c at once with reason, if c is still the
 // job's current lease (the fence of [Queue.Finish]): for work that retrying
 // cannot fix. It stays quarantined until [Queue.Requeue]. A refused Fail
@@ -59,11 +46,13 @@ const failSQL = `UPDATE leaseq_jobs SET status = 'quarantined', ready = 0, reaso
 // NUL bytes are dropped, and it is cut to [MaxReasonLen] bytes at a
 // character boundary. [Queue.Get] shows it as State.Reason.
 func (q *Queue) Fail(ctx context.Context, c Claim, reason string) (bool, error) {
-	_, ok, err := q.settle(ctx, "fail", failFenced(c, reason), "", shareCalls)
+	_, ok, err := q.settle(ctx, "fail", failFenced(c, reason), "", engine.ShareCalls)
 	return ok, err
 }
 
 // failFenced is the fenced statement of Fail.
 func failFenced(c Claim, reason string) fenced {
-	return fenced{c: c, kind: fenceFail, args: []any{cleanReason(reason)}}
+	f := fence(c, engine.FenceFail)
+	f.call.Reason = cleanReason(reason)
+	return f
 }

@@ -3,7 +3,6 @@ package leaseq
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +11,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/leaseq/leaseq/internal/engine"
 )
 
 // Handler does the work of one claimed job. Its context ends, with
@@ -201,11 +202,11 @@ func (p *pool) run(ctx context.Context) error {
 	claimCtx, stopWait := p.claimContext(ctx)
 	defer stopWait()
 	for {
-		wake := p.q.e.wakers().wakeup(p.q.name)
+		wake := p.q.e.Wakers().Wakeup(p.q.name)
 		var sleep <-chan time.Time // nil: nothing to wait for but events
 		p.reap()
 		if free := p.opts.Concurrency - p.running; free > 0 {
-			cs, err := p.q.claimN(claimCtx, "work", p.opts.Owner, p.opts.Lease, free, sharePool)
+			cs, err := p.q.claimN(claimCtx, "work", p.opts.Owner, p.opts.Lease, free, engine.SharePool)
 			// A claim that committed as ctx ended is run too, under the
 			// drain: dropped, its jobs would stay leased to a pool that is
 			// gone until their leases end.
@@ -245,14 +246,14 @@ func (p *pool) run(ctx context.Context) error {
 }
 
 // claimContext is ctx for the pool's claims, with the drain time as their
-// stepWait (postgres_pool.go): a claim that a PostgreSQL pool step is
+// engine.StepWait (internal/postgres/pool.go): a claim that a PostgreSQL pool step is
 // running as ctx ends is waited for up to DrainTimeout, then left — its
 // claims are released when the step answers — so that Work returns within
 // its drain time also when the server does not answer (rule 24).
 func (p *pool) claimContext(ctx context.Context) (context.Context, func()) {
 	wait, cancel := context.WithCancel(p.bg)
 	stop := context.AfterFunc(ctx, func() { time.AfterFunc(p.opts.DrainTimeout, cancel) })
-	return withStepWait(ctx, wait), func() { stop(); cancel() }
+	return engine.WithStepWait(ctx, wait), func() { stop(); cancel() }
 }
 
 // reap counts the handlers that returned since the last look, so that
@@ -274,7 +275,7 @@ func (p *pool) fatal(err error) error {
 	if errors.Is(err, ErrClosed) {
 		return ErrClosed
 	}
-	if closed := p.q.e.usable(); closed != nil {
+	if closed := p.q.e.Usable(); closed != nil {
 		return closed
 	}
 	return nil
@@ -291,23 +292,15 @@ func faultDelay(n int, limit time.Duration) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// nextDueSQL is the earliest instant at which a delayed job or a lease of
-// the queue becomes claimable: the head of leaseq_jobs_waiting.
-const nextDueSQL = `SELECT min(due_at) FROM leaseq_jobs
-WHERE queue = ?1 AND ready = 0 AND status IN ('pending', 'leased')`
-
 // idleFor is how long an idle pool sleeps: until the earliest delayed job
 // or lease end it knows of, at most PollInterval (jobs of other processes
 // are found no later), at least a millisecond.
 func (p *pool) idleFor(ctx context.Context) time.Duration {
-	var due sql.NullInt64
-	err := p.q.e.read(ctx, func(db execer) error {
-		return db.QueryRowContext(ctx, nextDueSQL, p.q.name).Scan(&due)
-	})
-	if err != nil || !due.Valid {
+	due, ok, err := p.q.e.JobNextDue(ctx, p.q.name)
+	if err != nil || !ok {
 		return p.opts.PollInterval
 	}
-	return idleWait(due.Int64, p.q.now(), p.opts.PollInterval)
+	return idleWait(due, p.q.now(), p.opts.PollInterval)
 }
 
 // idleWait is how long to sleep at now (Unix ms) for an instant due:
@@ -518,7 +511,7 @@ func (p *pool) outcome(c Claim, err, cause error) (string, func(context.Context)
 	var retry *retryAfterError
 	switch {
 	case err == nil:
-		return "finished", func(ctx context.Context) (bool, error) { return p.q.finish(ctx, c, sharePool) }
+		return "finished", func(ctx context.Context) (bool, error) { return p.q.finish(ctx, c, engine.SharePool) }
 	case errors.Is(cause, ErrShutdown):
 		return "released at shutdown", func(ctx context.Context) (bool, error) {
 			return p.q.Release(ctx, c, 0, "worker shut down: "+err.Error())

@@ -1,0 +1,8 @@
+-- The earliest instant at which a delayed job or a lease of the queue
+-- becomes claimable: the head of leaseq_jobs_waiting (an idle worker sleeps
+-- until then).
+-- args: $1 queue
+-- returns: min(due_at), NULL when none
+-- index: leaseq_jobs_waiting
+SELECT min(due_at) FROM leaseq_jobs
+WHERE queue = $1 AND ready = 0 AND status IN ('pending', 'leased')

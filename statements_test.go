@@ -1,0 +1,59 @@
+package leaseq_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/leaseq/leaseq/internal/engine"
+	"github.com/leaseq/leaseq/internal/postgres"
+	"github.com/leaseq/leaseq/internal/sqlite"
+)
+
+// engineOnly are the statements one engine has and the other has not, and
+// why: everything else is named the same in both engines, so that a diff of
+// the two files of one name shows how the engines differ.
+var engineOnly = map[string][]string{
+	// SQLite: its transactions are begun and ended by statements (BEGIN
+	// IMMEDIATE on a pinned connection), a failed COMMIT is judged by the
+	// file's change counter, its idle Claim is a read before the write
+	// lock, its claim sweeps are statements of the claim's transaction
+	// (leaseq_sweep on PostgreSQL), its purge is two statements under the
+	// write lock, and its schema is versioned in PRAGMA user_version with
+	// upgrades from versions 1 and 2.
+	"sqlite": {"begin", "change_counter", "claim_idle", "commit", "journal_mode", "main_file", "open_check",
+		"promote", "purge_tokens", "rollback", "sweep_leased", "sweep_pending",
+		"upgrade_counts", "upgrade_v1", "upgrade_v1_copy", "upgrade_v2"},
+	// PostgreSQL: commits cut short are found out by an advisory-lock mark
+	// (mark, mark_wait, committed, settled, insert_written, insert_taken),
+	// batches are one statement over arrays (insert_many, finish_many),
+	// the worker pools' step is one statement (pool_step, lock), the clock
+	// is the server's (now), the sweep is a function (sweep), the schema is
+	// created under a lock in a table of its own (schema_lock,
+	// schema_table), and New asks the server what it is (version, identity).
+	"postgres": {"committed", "finish_many", "identity", "insert_many", "insert_taken", "insert_written",
+		"lock", "mark", "mark_wait", "now", "pool_step", "schema_lock", "schema_table", "settled", "sweep",
+		"version"},
+}
+
+// TestStatementNamesMatch: both engines have the same statements apart from
+// engineOnly, and engineOnly lists no statement that both have or neither.
+func TestStatementNamesMatch(t *testing.T) {
+	sts := map[string]map[string]engine.Statement{"sqlite": sqlite.Statements(), "postgres": postgres.Statements()}
+	for name, other := range map[string]string{"sqlite": "postgres", "postgres": "sqlite"} {
+		for _, st := range engine.Names(sts[name]) {
+			_, both := sts[other][st]
+			listed := slices.Contains(engineOnly[name], st)
+			switch {
+			case !both && !listed:
+				t.Errorf("%s has %s.sql and %s has none: name it as the other engine does, or list it in engineOnly", name, st, other)
+			case both && listed:
+				t.Errorf("%s.sql is in both engines but listed as %s only", st, name)
+			}
+		}
+		for _, st := range engineOnly[name] {
+			if _, ok := sts[name][st]; !ok {
+				t.Errorf("engineOnly lists %s.sql for %s, which has no such statement", st, name)
+			}
+		}
+	}
+}
