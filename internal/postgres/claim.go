@@ -1,10 +1,8 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
-	"slices"
 	"time"
 
 	"github.com/leaseq/leaseq/internal/engine"
@@ -64,7 +62,7 @@ func (e *Engine) claimTx(ctx context.Context, conn *sql.Conn, p engine.JobClaimP
 	var cs []engine.ClaimRow
 	rows, err := tx.QueryContext(ctx, stmt("claim"), p.Queue.Name, p.Owner, p.Queue.Clock.Arg(), p.Lease, p.Max)
 	if err == nil {
-		cs, err = scanClaims(rows, p.Owner)
+		cs, err = engine.ScanClaims(rows, p.Owner)
 	}
 	if err == nil {
 		err = ctx.Err()
@@ -84,53 +82,6 @@ func (e *Engine) claimTx(ctx context.Context, conn *sql.Conn, p engine.JobClaimP
 		return nil, err
 	}
 	return cs, nil
-}
-
-// seqClaim is a claim as a claim statement returns it, with the job's
-// enqueue order.
-type seqClaim struct {
-	seq int64
-	engine.ClaimRow
-}
-
-// scanClaims reads the rows of claim.sql (seq, id, qty, payload, token,
-// attempts, lease_until, deadline, priority) as claims of owner, highest
-// priority first, then in enqueue order.
-func scanClaims(rows *sql.Rows, owner string) ([]engine.ClaimRow, error) {
-	defer rows.Close()
-	var got []seqClaim
-	for rows.Next() {
-		c := seqClaim{ClaimRow: engine.ClaimRow{Owner: owner}}
-		if err := rows.Scan(&c.seq, &c.ID, &c.Qty, &c.Payload, &c.Token, &c.Attempt, &c.LeaseUntil, &c.Deadline, &c.Priority); err != nil {
-			return nil, err
-		}
-		got = append(got, c.read())
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return claimOrder(got), nil
-}
-
-// read completes c as a claim returns it: no payload is nil.
-func (c seqClaim) read() seqClaim {
-	if len(c.Payload) == 0 {
-		c.Payload = nil
-	}
-	return c
-}
-
-// claimOrder returns the claims highest priority first, then in enqueue
-// order: RETURNING gives rows in no promised order.
-func claimOrder(got []seqClaim) []engine.ClaimRow {
-	slices.SortFunc(got, func(a, b seqClaim) int {
-		return cmp.Or(cmp.Compare(b.Priority, a.Priority), cmp.Compare(a.seq, b.seq))
-	})
-	cs := make([]engine.ClaimRow, len(got))
-	for i, c := range got {
-		cs[i] = c.ClaimRow
-	}
-	return cs
 }
 
 // undoneReason is the reason a claim undone by abandon leaves.

@@ -248,8 +248,8 @@ func TestStatementIndexes(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range engine.Names(statements) {
-		for _, index := range strings.Split(statements[name].Index, ", ") {
+	for _, name := range engine.Names(statements.All()) {
+		for _, index := range strings.Split(statements.All()[name].Index, ", ") {
 			if index != "" && !have[index] {
 				t.Errorf("%s.sql relies on index %q, which the schema does not create (it has %v)", name, index, have)
 			}

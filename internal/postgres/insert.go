@@ -134,34 +134,27 @@ func (e *Engine) firstTaken(ctx context.Context, queue string, ids []string) int
 // wrote is rolled back to the savepoint, so tx stays usable; bad is the
 // job whose insert failed, else -1.
 func (e *Engine) JobInsertTx(ctx context.Context, tx *sql.Tx, p engine.JobInsertTxParams) (int, error) {
-	if _, err := tx.ExecContext(ctx, stmt("savepoint")); err != nil {
-		return -1, err
-	}
-	why, err := e.DatabaseForeign(ctx, tx)
-	if err == nil && why != "" {
-		err = engine.Invalid("%s", why)
-	}
-	if err != nil {
-		return -1, undoInsertTx(ctx, tx, err)
-	}
-	for i, j := range p.Jobs {
-		if err := insert(ctx, tx, p.Queue, j, nil); err != nil {
-			return i, undoInsertTx(ctx, tx, err)
+	return engine.InSavepoint(ctx, tx, savepointSQL, func(ctx context.Context, stx engine.Execer) (int, error) {
+		// Inside the savepoint: a failed read would abort tx.
+		why, err := e.DatabaseForeign(ctx, tx)
+		if err == nil && why != "" {
+			err = engine.Invalid("%s", why)
 		}
-	}
-	if _, err := tx.ExecContext(ctx, stmt("savepoint_release")); err != nil {
-		return -1, err
-	}
-	return -1, nil
+		if err != nil {
+			return -1, err
+		}
+		for i, j := range p.Jobs {
+			if err := insert(ctx, stx, p.Queue, j, nil); err != nil {
+				return i, err
+			}
+		}
+		return -1, nil
+	})
 }
 
-// undoInsertTx takes back what JobInsertTx wrote in tx, so that tx stays
-// usable, and returns cause with any error of doing so.
-func undoInsertTx(ctx context.Context, tx *sql.Tx, cause error) error {
-	_, rbErr := tx.ExecContext(context.WithoutCancel(ctx), stmt("savepoint_rollback"))
-	_, relErr := tx.ExecContext(context.WithoutCancel(ctx), stmt("savepoint_release"))
-	return errors.Join(cause, rbErr, relErr)
-}
+// savepointSQL is EnqueueTx's savepoint in the caller's transaction.
+var savepointSQL = engine.SavepointSQL{Begin: stmt("savepoint"), Release: stmt("savepoint_release"),
+	Rollback: stmt("savepoint_rollback")}
 
 // identity is what tells the engine's database apart from others, read once
 // (DatabaseIdentify) and kept for EnqueueTx's check of the caller's

@@ -305,11 +305,11 @@ func (p *pool) runStep(ctx context.Context, calls []*poolCall, a stepArgs) ([]st
 	}
 	defer rows.Close()
 	out := make([]stepOutcome, len(calls))
-	got := make([][]seqClaim, len(calls))
+	got := make([][]engine.SeqClaim, len(calls))
 	for rows.Next() {
 		var req int
-		var c seqClaim
-		err := rows.Scan(&req, &c.seq, &c.ID, &c.Owner, &c.Qty, &c.Payload, &c.Token, &c.Attempt,
+		var c engine.SeqClaim
+		err := rows.Scan(&req, &c.Seq, &c.ID, &c.Owner, &c.Qty, &c.Payload, &c.Token, &c.Attempt,
 			&c.LeaseUntil, &c.Deadline, &c.Priority)
 		if err != nil {
 			return nil, err
@@ -319,13 +319,13 @@ func (p *pool) runStep(ctx context.Context, calls []*poolCall, a stepArgs) ([]st
 			continue
 		}
 		i := a.claims[req-1]
-		got[i] = append(got[i], c.read())
+		got[i] = append(got[i], c)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	for _, i := range a.claims {
-		out[i].claims = claimOrder(got[i])
+		out[i].claims = engine.ClaimOrder(got[i])
 	}
 	return out, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 
 	"github.com/leaseq/leaseq/internal/engine"
 )
@@ -13,24 +12,10 @@ import (
 // as write's transactions are; the root turns their rows into its own
 // types.
 
-// scanState reads one row of get.sql's columns.
-func scanState(row interface{ Scan(...any) error }) (engine.StateRow, error) {
-	var s engine.StateRow
-	err := row.Scan(&s.ID, &s.Queue, &s.Qty, &s.Payload, &s.Status, &s.Owner, &s.Token, &s.Attempts,
-		&s.MaxAttempts, &s.LeaseUntil, &s.Deadline, &s.RunAt, &s.Priority, &s.Reason, &s.Created, &s.Updated)
-	if err != nil {
-		return engine.StateRow{}, err
-	}
-	if len(s.Payload) == 0 {
-		s.Payload = nil
-	}
-	return s, nil
-}
-
 // JobGet reads one job's row (get.sql).
 func (e *Engine) JobGet(ctx context.Context, queue, id string) (engine.StateRow, bool, error) {
 	s, err := read(ctx, e, func(ctx context.Context, db engine.Execer) (engine.StateRow, error) {
-		return scanState(db.QueryRowContext(ctx, stmt("get"), queue, id))
+		return engine.ScanState(db.QueryRowContext(ctx, stmt("get"), queue, id))
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return engine.StateRow{}, false, nil
@@ -42,40 +27,12 @@ func (e *Engine) JobGet(ctx context.Context, queue, id string) (engine.StateRow,
 // after the job AfterID, whose enqueue order list_after.sql finds.
 func (e *Engine) JobList(ctx context.Context, p engine.JobListParams) ([]engine.StateRow, error) {
 	return read(ctx, e, func(ctx context.Context, db engine.Execer) ([]engine.StateRow, error) {
-		var after int64
-		if p.AfterID != "" {
-			err := db.QueryRowContext(ctx, stmt("list_after"), p.Queue, p.AfterID).Scan(&after)
-			if errors.Is(err, sql.ErrNoRows) {
-				return nil, fmt.Errorf("AfterID %q: %w", p.AfterID, engine.ErrNotFound)
-			} else if err != nil {
-				return nil, err
-			}
-		}
-		query, args := stmt("list_all"), []any{p.Queue, after, p.Limit}
-		if p.Status != "" {
-			query, args = stmt("list_status"), []any{p.Queue, p.Status, after, p.Limit}
-		}
-		rows, err := db.QueryContext(ctx, query, args...)
-		if err != nil {
-			return nil, err
-		}
-		return scanStates(rows)
+		return engine.List(ctx, db, listSQL, p)
 	})
 }
 
-// scanStates reads rows of get.sql's columns.
-func scanStates(rows *sql.Rows) ([]engine.StateRow, error) {
-	defer rows.Close()
-	var page []engine.StateRow
-	for rows.Next() {
-		s, err := scanState(rows)
-		if err != nil {
-			return nil, err
-		}
-		page = append(page, s)
-	}
-	return page, rows.Err()
-}
+// listSQL are List's statements.
+var listSQL = engine.ListSQL{After: stmt("list_after"), All: stmt("list_all"), Status: stmt("list_status")}
 
 // JobNextDue reads the head of leaseq_jobs_waiting (next_due.sql).
 func (e *Engine) JobNextDue(ctx context.Context, queue string) (int64, bool, error) {
@@ -96,31 +53,8 @@ func (e *Engine) QueueStats(ctx context.Context, p engine.QueueStatsParams) (eng
 		if err != nil {
 			return engine.StatsRow{}, err
 		}
-		return scanStats(rows)
+		return engine.ScanStats(rows)
 	})
-}
-
-// scanStats reads stats.sql's rows.
-func scanStats(rows *sql.Rows) (engine.StatsRow, error) {
-	defer rows.Close()
-	st := engine.StatsRow{Counts: map[string]int{}, Claimable: map[string]int{}}
-	for rows.Next() {
-		var status string
-		var n, due int
-		var oldest sql.NullInt64
-		if err := rows.Scan(&status, &n, &due, &oldest); err != nil {
-			return engine.StatsRow{}, err
-		}
-		st.Counts[status], st.Claimable[status] = n, due
-		waiting := status == "pending" || status == "leased"
-		if waiting && oldest.Valid && (!st.OldestReady.Valid || oldest.Int64 < st.OldestReady.Int64) {
-			st.OldestReady = oldest
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return engine.StatsRow{}, err
-	}
-	return st, nil
 }
 
 // QueueActivity reads activity.sql's counts since p.Since.
@@ -130,16 +64,7 @@ func (e *Engine) QueueActivity(ctx context.Context, p engine.QueueActivityParams
 		if err != nil {
 			return nil, err
 		}
-		defer rows.Close()
-		var out []engine.ActivityRow
-		for rows.Next() {
-			var r engine.ActivityRow
-			if err := rows.Scan(&r.Kind, &r.Minute, &r.N); err != nil {
-				return nil, err
-			}
-			out = append(out, r)
-		}
-		return out, rows.Err()
+		return engine.ScanActivity(rows)
 	})
 }
 
@@ -151,16 +76,7 @@ func (e *Engine) QueueNames(ctx context.Context) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer rows.Close()
-		names := []string{}
-		for rows.Next() {
-			var name string
-			if err := rows.Scan(&name); err != nil {
-				return nil, err
-			}
-			names = append(names, name)
-		}
-		return names, rows.Err()
+		return engine.ScanNames(rows)
 	})
 }
 

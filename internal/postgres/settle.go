@@ -90,27 +90,12 @@ func fencedSQL(k engine.FenceKind) string {
 	return stmt("finish")
 }
 
-// fencedArgs are the arguments of f's statement at now: the fence's ($1 to
-// $5), then the call's own.
-func fencedArgs(queue string, f engine.Fenced, now any) []any {
-	args := []any{queue, f.ID, f.Owner, f.Token, now}
-	switch f.Kind {
-	case engine.FenceExtend:
-		args = append(args, f.Lease)
-	case engine.FenceRelease:
-		args = append(args, f.Delay, f.Reason, f.ReasonAttempts, f.ReasonDeadline)
-	case engine.FenceFail:
-		args = append(args, f.Reason)
-	}
-	return args
-}
-
 // fencedTx runs f at now (nil: the statement reads the server's clock) and
 // reports whether the fence matched and the lease end the row was left
 // with.
 func fencedTx(ctx context.Context, tx engine.Execer, queue string, f engine.Fenced, now any) (engine.Settled, error) {
 	var r engine.Settled
-	err := tx.QueryRowContext(ctx, fencedSQL(f.Kind), fencedArgs(queue, f, now)...).Scan(&r.LeaseUntil)
+	err := tx.QueryRowContext(ctx, fencedSQL(f.Kind), f.Args(queue, now)...).Scan(&r.LeaseUntil)
 	if errors.Is(err, sql.ErrNoRows) {
 		return engine.Settled{}, nil
 	}

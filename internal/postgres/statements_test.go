@@ -28,7 +28,7 @@ func fenceOf(t *testing.T, st engine.Statement) string {
 // the columns of j, the claim's from c and now from t), so that no fenced
 // call can change a row its claim no longer holds.
 func TestFencedStatements(t *testing.T) {
-	fence := fenceOf(t, statements["finish"])
+	fence := fenceOf(t, statements.All()["finish"])
 	for _, cond := range []string{"queue = $1", "id = $2", "owner = $3", "token = $4", "status = 'leased'",
 		"lease_until > coalesce($5::bigint, leaseq_now())", "(deadline IS NULL OR deadline > coalesce($5::bigint, leaseq_now()))"} {
 		if !strings.Contains(fence, cond) {
@@ -40,8 +40,8 @@ func TestFencedStatements(t *testing.T) {
 		"(deadline IS NULL OR deadline >", "(j.deadline IS NULL OR j.deadline >", "coalesce($5::bigint, leaseq_now())", "t.now")
 	want := map[string]string{"finish_many": perRow.Replace(fence)}
 	fenced := 0
-	for _, name := range engine.Names(statements) {
-		st := statements[name]
+	for _, name := range engine.Names(statements.All()) {
+		st := statements.All()[name]
 		if !st.Fenced {
 			continue
 		}
@@ -80,7 +80,7 @@ func TestStatementsUsed(t *testing.T) {
 		}
 		code.Write(b)
 	}
-	for _, name := range engine.Names(statements) {
+	for _, name := range engine.Names(statements.All()) {
 		if !strings.Contains(code.String(), `stmt("`+name+`")`) {
 			t.Errorf("sql/%s.sql is not used: no stmt(%q) in the package's code", name, name)
 		}
@@ -91,8 +91,8 @@ func TestStatementsUsed(t *testing.T) {
 // placeholders names each of them in its header's args.
 func TestStatementHeaders(t *testing.T) {
 	placeholder := regexp.MustCompile(`\$[0-9]+`)
-	for _, name := range engine.Names(statements) {
-		st := statements[name]
+	for _, name := range engine.Names(statements.All()) {
+		st := statements.All()[name]
 		used := placeholder.FindAllString(st.SQL, -1)
 		if len(used) > 0 && st.Args == "" {
 			t.Errorf("%s.sql has placeholders and no args: line in its header", name)

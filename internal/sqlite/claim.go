@@ -1,11 +1,8 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
-	"database/sql"
 	"errors"
-	"slices"
 
 	"github.com/leaseq/leaseq/internal/engine"
 )
@@ -113,47 +110,5 @@ func claimTx(ctx context.Context, tx engine.Execer, p engine.JobClaimParams) ([]
 	if err != nil {
 		return nil, err
 	}
-	return scanClaims(rows, p.Owner)
-}
-
-// seqClaim is a claim as the claim statement returns it, with the job's
-// enqueue order.
-type seqClaim struct {
-	seq int64
-	engine.ClaimRow
-}
-
-// scanClaims reads the rows of the claim statement (seq, id, qty, payload,
-// token, attempts, lease_until, deadline, priority) as claims of owner,
-// highest priority first, then in enqueue order.
-func scanClaims(rows *sql.Rows, owner string) ([]engine.ClaimRow, error) {
-	defer rows.Close()
-	var got []seqClaim
-	for rows.Next() {
-		c := seqClaim{ClaimRow: engine.ClaimRow{Owner: owner}}
-		if err := rows.Scan(&c.seq, &c.ID, &c.Qty, &c.Payload, &c.Token, &c.Attempt, &c.LeaseUntil, &c.Deadline, &c.Priority); err != nil {
-			return nil, err
-		}
-		if len(c.Payload) == 0 {
-			c.Payload = nil
-		}
-		got = append(got, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return claimOrder(got), nil
-}
-
-// claimOrder returns the claims highest priority first, then in enqueue
-// order: RETURNING gives rows in no promised order.
-func claimOrder(got []seqClaim) []engine.ClaimRow {
-	slices.SortFunc(got, func(a, b seqClaim) int {
-		return cmp.Or(cmp.Compare(b.Priority, a.Priority), cmp.Compare(a.seq, b.seq))
-	})
-	cs := make([]engine.ClaimRow, len(got))
-	for i, c := range got {
-		cs[i] = c.ClaimRow
-	}
-	return cs
+	return engine.ScanClaims(rows, p.Owner)
 }

@@ -157,27 +157,15 @@ func (e *Engine) WaitingCalls() int {
 var files embed.FS
 
 // statements are the engine's SQL, one statement (or script) per file.
-var statements = engine.MustStatements(files, "sql")
+var statements = engine.MustSQL("sqlite", files, "sql")
 
-// stmt is the SQL of the statement name. An unknown name is a bug of this
-// package, found by its tests: it panics.
-func stmt(name string) string {
-	st, ok := statements[name]
-	if !ok {
-		panic("sqlite: no statement " + name)
-	}
-	return st.SQL
-}
+// stmt is the SQL of the statement name; an unknown name is a bug of this
+// package, found by its tests: it panics (engine.SQL.Stmt).
+func stmt(name string) string { return statements.Stmt(name) }
 
 // Statements returns the engine's statements, parsed from its files, by
 // name. For the root's tests (the query plans) and tools.
-func Statements() map[string]engine.Statement {
-	out := make(map[string]engine.Statement, len(statements))
-	for name, st := range statements {
-		out[name] = st
-	}
-	return out
-}
+func Statements() map[string]engine.Statement { return statements.All() }
 
 // interpretError maps the driver's errors onto the engine's: a taken
 // (queue, id) is engine.ErrDuplicate (the failed INSERT changed nothing).

@@ -14,7 +14,7 @@ import (
 func TestIndexHeadersMatchPlans(t *testing.T) {
 	e, _, _ := newTestEngine(t, time.Unix(1e9, 0), false)
 	param := regexp.MustCompile(`\?(\d+)`)
-	for name, st := range statements {
+	for name, st := range statements.All() {
 		if st.Index == "" {
 			continue
 		}

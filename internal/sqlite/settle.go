@@ -45,17 +45,8 @@ func settleTx(ctx context.Context, tx engine.Execer, q engine.Queue, fs []engine
 // fencedTx runs f at now in its statement and reports whether the fence
 // matched and the lease end the row was left with.
 func fencedTx(ctx context.Context, tx engine.Execer, queue string, f engine.Fenced, now int64) (engine.Settled, error) {
-	args := []any{queue, f.ID, f.Owner, f.Token, now}
-	switch f.Kind {
-	case engine.FenceExtend:
-		args = append(args, f.Lease)
-	case engine.FenceRelease:
-		args = append(args, f.Delay, f.Reason, f.ReasonAttempts, f.ReasonDeadline)
-	case engine.FenceFail:
-		args = append(args, f.Reason)
-	}
 	var r engine.Settled
-	err := tx.QueryRowContext(ctx, fencedSQL[f.Kind], args...).Scan(&r.LeaseUntil)
+	err := tx.QueryRowContext(ctx, fencedSQL[f.Kind], f.Args(queue, now)...).Scan(&r.LeaseUntil)
 	if errors.Is(err, sql.ErrNoRows) {
 		return engine.Settled{}, nil
 	}

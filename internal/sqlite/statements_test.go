@@ -29,7 +29,7 @@ func TestFencedStatementsCarryTheFence(t *testing.T) {
 		}
 	}
 	n := 0
-	for name, st := range statements {
+	for name, st := range statements.All() {
 		if !st.Fenced {
 			continue
 		}
@@ -40,7 +40,7 @@ func TestFencedStatementsCarryTheFence(t *testing.T) {
 	}
 	calls := []string{"finish", "extend", "release", "fail"}
 	for _, name := range calls {
-		if !statements[name].Fenced {
+		if !statements.All()[name].Fenced {
 			t.Errorf("%s.sql runs as a fenced call but has no \"-- fenced\" line", name)
 		}
 	}
@@ -69,13 +69,13 @@ func TestEveryStatementIsUsed(t *testing.T) {
 		src.Write(b)
 	}
 	code := src.String()
-	for name := range statements {
+	for name := range statements.All() {
 		if !strings.Contains(code, fmt.Sprintf("stmt(%q)", name)) {
 			t.Errorf("%s.sql is embedded but no stmt(%q) runs it", name, name)
 		}
 	}
 	for _, m := range regexp.MustCompile(`stmt\("([^"]+)"\)`).FindAllStringSubmatch(code, -1) {
-		if _, ok := statements[m[1]]; !ok {
+		if _, ok := statements.All()[m[1]]; !ok {
 			t.Errorf("stmt(%q) names no file", m[1])
 		}
 	}
@@ -86,7 +86,7 @@ func TestEveryStatementIsUsed(t *testing.T) {
 // none.
 func TestStatementHeaders(t *testing.T) {
 	param := regexp.MustCompile(`\?\d+`)
-	for name, st := range statements {
+	for name, st := range statements.All() {
 		used := param.FindAllString(st.SQL, -1)
 		switch {
 		case len(used) > 0 && st.Args == "":
