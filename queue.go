@@ -116,10 +116,10 @@ type Queue struct {
 // PostgreSQL database opened with any database/sql driver for it (pgx's
 // stdlib is the tested one: sql.Open("pgx", url)); New asks db which it is.
 // The package imports no PostgreSQL driver. On PostgreSQL each single call
-// is one statement, or one short transaction, on db's pool, and claims
-// lock rows with FOR UPDATE SKIP LOCKED, so size the pool for the
-// goroutines that call the queue at once; the rest of this comment is about
-// SQLite. Other databases are refused with [ErrInvalid].
+// is one statement, or one short transaction, on one of db's connections,
+// and claims lock rows with FOR UPDATE SKIP LOCKED, so allow db as many
+// connections as goroutines call the queue at once; the rest of this
+// comment is about SQLite. Other databases are refused with [ErrInvalid].
 //
 // It refuses, with an error wrapping [ErrInvalid], a database that is not a
 // file (an in-memory database would be a different one on every pooled
@@ -138,7 +138,7 @@ type Queue struct {
 // db may come from [Open] or be the caller's own, opened with any DSN: the
 // queue runs its own BEGIN IMMEDIATE transactions and retries lock waits
 // until the call's context ends. Its writes run on a connection it takes
-// from db's pool and keeps between transactions (see [Queue.Close]).
+// from db and keeps between transactions (see [Queue.Close]).
 //
 // Two facts of SQLite's rollback journal bind the caller's own use of db:
 //   - a *sql.Rows left open on the file holds a read lock that makes every

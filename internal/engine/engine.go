@@ -362,7 +362,7 @@ var ErrNotFound = errors.New("job not found")
 var ErrClosed = errors.New("queue is closed")
 
 // Execer is what statements run on: a transaction, a pinned connection, or
-// the pool.
+// the *sql.DB.
 type Execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)

@@ -18,7 +18,7 @@ import (
 // the server's by up to a round trip. Only the first reading (New takes it)
 // is waited for; after that a reading older than serverClockRefresh is
 // renewed in the background while the last estimate goes on serving, so
-// that no call waits for a connection for it — a pool whose only connection
+// that no call waits for a connection for it — a *sql.DB whose only connection
 // the caller holds (EnqueueTx) has none to give, and a server that stopped
 // answering would hold every caller up. Until the server has been read
 // once, and while it cannot be, the host's clock stands in (a call that

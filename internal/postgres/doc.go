@@ -3,7 +3,7 @@
 // imports none). Where SQLite has one writer per file, PostgreSQL has many
 // writers and row locks, so this engine keeps none of SQLite's transaction
 // strategy: no writer's turn, no pinned connection, no group commit. Each
-// single call is one statement on the pool, committed on its own; a claim,
+// single call is one statement on the *sql.DB, committed on its own; a claim,
 // a batch, an operator's call and a purge chunk are one short READ
 // COMMITTED transaction, and the server shares its log flushes among the
 // commits that arrive together. A fenced call is one UPDATE whose WHERE is

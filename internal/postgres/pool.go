@@ -24,7 +24,7 @@ import (
 // reads the server's clock once, in the statement. Each finish is fenced on
 // its own, exactly as a single one; a claim is leaseq_claim's. The step
 // skips the row of a finish that another transaction holds, as a claim
-// skips it, so that one locked row holds up no other call of the pool; such
+// skips it, so that one locked row holds up no other call of the step; such
 // a finish comes back unaccepted and its caller runs it alone (JobSettle),
 // waiting for the row.
 //
@@ -91,7 +91,7 @@ type stepOutcome struct {
 	claims   []engine.ClaimRow
 }
 
-// pool returns the pool gatherer of q's queue.
+// pool returns the gatherer of the worker pools' calls on q's queue.
 func (e *Engine) pool(q engine.Queue) *pool {
 	e.poolsMu.Lock()
 	defer e.poolsMu.Unlock()

@@ -8,7 +8,7 @@ import (
 	"github.com/leaseq/leaseq/internal/engine"
 )
 
-// The reads run on the pool, each one statement (so one snapshot), retried
+// The reads run on the *sql.DB, each one statement (so one snapshot), retried
 // as write's transactions are; the root turns their rows into its own
 // types.
 

@@ -163,7 +163,7 @@ func lockJobs(ctx context.Context, tx engine.Execer, queue string, ids ...string
 
 // txNow is the queue's clock, or the server's read in tx: on the
 // transaction at hand, so that a call needs no second connection for it (a
-// pool of one connection would have none to give).
+// *sql.DB of one connection would have none to give).
 func txNow(ctx context.Context, tx engine.Execer, q engine.Queue) (int64, error) {
 	if !q.Clock.Server {
 		return q.Clock.Now(), nil

@@ -178,7 +178,7 @@ func outcomeUnknown(ctx context.Context, err error) error {
 	return fmt.Errorf("%v, and the server did not answer within %v; whether the call was written is not known (%v)", ctx.Err(), answerWait, err)
 }
 
-// read runs a read on the pool, retried as write's transactions are.
+// read runs a read on the *sql.DB, retried as write's transactions are.
 func read[T any](ctx context.Context, e *Engine, fn func(ctx context.Context, db engine.Execer) (T, error)) (T, error) {
 	v, err := retry(ctx, func() (T, error) { return fn(ctx, e.db) })
 	return v, interpretError(err)

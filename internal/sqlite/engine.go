@@ -94,7 +94,7 @@ func fileProblem(ctx context.Context, db *sql.DB) (string, error) {
 }
 
 // Release ends one Queue's use of e. The last one gives the write
-// connection back to the pool, so that db.Close can close the file; a call
+// connection back to the *sql.DB, so that db.Close can close the file; a call
 // still in the group list then gets ErrClosed.
 func (e *Engine) Release() {
 	enginesMu.Lock()

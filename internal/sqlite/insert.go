@@ -137,7 +137,7 @@ func (e *Engine) DatabaseForeign(ctx context.Context, tx *sql.Tx) (string, error
 }
 
 // txMainFile is mainFile on tx. On a tx of the queue's own *sql.DB, the
-// usual case, the statement prepared on the pool runs, prepared once per
+// usual case, the statement prepared on the *sql.DB runs, prepared once per
 // connection (parsing it would cost more than running it); on a tx of
 // another *sql.DB, which database/sql refuses it for, the query runs
 // unprepared.

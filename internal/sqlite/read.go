@@ -9,16 +9,16 @@ import (
 )
 
 // The reads never take the write lock: each is one statement, or two, on
-// the pool, over an index that covers it.
+// the *sql.DB, over an index that covers it.
 
-// read runs fn on the pool, retrying SQLITE_BUSY (in rollback-journal mode
+// read runs fn on the *sql.DB, retrying SQLITE_BUSY (in rollback-journal mode
 // a reader is locked out while another connection commits), and returns the
-// last try's result. Its statements are prepared once per pool (readStmt).
+// last try's result. Its statements are prepared once per *sql.DB (readStmt).
 func read[T any](ctx context.Context, e *Engine, fn txFunc[T]) (T, error) {
 	return retryBusyOnce(ctx, func() (T, error) { return fn(ctx, pooledReads{e}) })
 }
 
-// readStmt returns query prepared on the pool. database/sql prepares it
+// readStmt returns query prepared on the *sql.DB. database/sql prepares it
 // again on each connection it runs on, once: a read that polls (an idle
 // worker's) or repeats (Get) parses its SQL once per connection, not per
 // call.
@@ -39,10 +39,10 @@ func (e *Engine) readStmt(ctx context.Context, query string) (*sql.Stmt, error) 
 	return st, nil
 }
 
-// pooledReads runs statements prepared on the pool (see readStmt).
+// pooledReads runs statements prepared on the *sql.DB (see readStmt).
 type pooledReads struct{ e *Engine }
 
-// ExecContext runs query prepared on the pool.
+// ExecContext runs query prepared on the *sql.DB.
 func (r pooledReads) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	st, err := r.e.readStmt(ctx, query)
 	if err != nil {
@@ -51,7 +51,7 @@ func (r pooledReads) ExecContext(ctx context.Context, query string, args ...any)
 	return st.ExecContext(ctx, args...)
 }
 
-// QueryContext runs query prepared on the pool.
+// QueryContext runs query prepared on the *sql.DB.
 func (r pooledReads) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	st, err := r.e.readStmt(ctx, query)
 	if err != nil {
@@ -60,7 +60,7 @@ func (r pooledReads) QueryContext(ctx context.Context, query string, args ...any
 	return st.QueryContext(ctx, args...)
 }
 
-// QueryRowContext runs query prepared on the pool.
+// QueryRowContext runs query prepared on the *sql.DB.
 func (r pooledReads) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	st, err := r.e.readStmt(ctx, query)
 	if err != nil {

@@ -53,7 +53,7 @@ func migrate(ctx context.Context, tx engine.Execer) error {
 }
 
 // SchemaVersion reads the database's schema version (PRAGMA user_version;
-// 0 for none) on the pool, without writing.
+// 0 for none) on the *sql.DB, without writing.
 func (e *Engine) SchemaVersion(ctx context.Context) (int, error) {
 	return read(ctx, e, func(ctx context.Context, db engine.Execer) (int, error) {
 		var v int

@@ -28,7 +28,7 @@ import (
 // IMMEDIATE on it itself, which takes the RESERVED lock before anything is
 // read: selection and update can never be split (rule 1 in docs/rules.md).
 //
-// The price of db.Conn is that Conn.Close returns the connection to the pool
+// The price of db.Conn is that Conn.Close returns the connection to the *sql.DB
 // as it is, with a transaction still open if nobody rolled it back; the next
 // user of that connection would then silently run inside it and hold the
 // write lock forever. Every error path therefore ends in abort, which rolls

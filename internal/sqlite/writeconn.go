@@ -17,7 +17,7 @@ import (
 // would spend more on parsing than on its work. The engine therefore keeps
 // one connection for its writes, and their prepared statements, from one
 // transaction to the next while writes keep coming, and gives it back to
-// the pool after writeConnIdle without one.
+// the *sql.DB after writeConnIdle without one.
 //
 // A reset prepared statement holds no lock, so keeping them between
 // transactions does not get in the way of other connections or processes.
@@ -56,8 +56,8 @@ func SetWriteConnIdle(d time.Duration) (restore func()) {
 	return func() { writeConnIdle = old }
 }
 
-// writeConn returns the pinned write connection, taking one from the pool
-// if there is none. A connection taken from the pool is checked for a
+// writeConn returns the pinned write connection, taking one from the *sql.DB
+// if there is none. A connection taken from the *sql.DB is checked for a
 // rollback journal (a database switched to WAL after New is refused here),
 // and a pinned one is not used once db.Close has been called. The caller
 // holds the writer's turn.
@@ -108,7 +108,7 @@ func (e *Engine) pinWriteConn() bool {
 	return true
 }
 
-// releaseIdle gives wc back to the pool if it has not been used for
+// releaseIdle gives wc back to the *sql.DB if it has not been used for
 // writeConnIdle, or looks again when that much time will have passed.
 func (e *Engine) releaseIdle(wc *writeConn) {
 	e.writer <- struct{}{}
@@ -187,7 +187,7 @@ func (wc *writeConn) QueryRowContext(ctx context.Context, query string, args ...
 // the rollback itself fails for any reason but "no transaction is active"
 // (SQLite may already have rolled back on an interrupt or an I/O error), the
 // connection is discarded, and wc marked broken, so that it never goes back
-// to the pool inside a transaction.
+// to the *sql.DB inside a transaction.
 func (wc *writeConn) abort(cause error) error {
 	_, err := wc.conn.ExecContext(context.Background(), stmt("rollback"))
 	if err != nil && !strings.Contains(err.Error(), "no transaction is active") {
