@@ -2,6 +2,7 @@ package leaseq
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/leaseq/leaseq/internal/engine"
@@ -26,4 +27,37 @@ func (q *Queue) Extend(ctx context.Context, c Claim, lease time.Duration) (Claim
 	}
 	c.LeaseUntil = fromMillis(until)
 	return c, true, nil
+}
+
+// ExtendBatch renews, in one transaction at one instant, the lease of each
+// claim of cs that is still its job's current lease, as [Queue.Extend]
+// would one by one: each fenced on its own, its lease then ending at
+// min(now+lease, deadline). It returns cs with the new LeaseUntil of each
+// renewed claim, and for each whether it was renewed; a refused claim is
+// returned unchanged with false and its row untouched, without affecting
+// the others. A worker pool calls it once per heartbeat for every running
+// job that is due, instead of one write per job. A lease under 1 ms is
+// [ErrInvalid]; so is a claim Claim could not have returned, naming its
+// index. Either way nothing is written.
+func (q *Queue) ExtendBatch(ctx context.Context, cs []Claim, lease time.Duration) ([]Claim, []bool, error) {
+	const op = "extend batch"
+	if err := problem(leaseProblem(lease)); err != nil {
+		return nil, nil, opError(op, "", err)
+	}
+	fs := make([]fenced, len(cs))
+	for i, c := range cs {
+		fs[i] = fence(c, engine.FenceExtend)
+		fs[i].call.Lease = lease.Milliseconds()
+	}
+	rs, err := q.settleBatch(ctx, op, fs)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, oks := slices.Clone(cs), make([]bool, len(cs))
+	for i, r := range rs {
+		if oks[i] = r.OK; r.OK {
+			out[i].LeaseUntil = fromMillis(r.LeaseUntil)
+		}
+	}
+	return out, oks, nil
 }

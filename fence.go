@@ -58,9 +58,10 @@ func (q *Queue) settle(ctx context.Context, op string, f fenced, why string, sha
 
 // settleBatch runs fenced calls in one transaction, each fenced on its own,
 // all judged at one instant read under the lock, and reports for each
-// whether it matched. A claim Claim could not have returned is ErrInvalid
+// whether it matched and the lease end it left (the zero Settled for a
+// refused one). A claim Claim could not have returned is ErrInvalid
 // naming its index, and then nothing is written.
-func (q *Queue) settleBatch(ctx context.Context, op string, fs []fenced) ([]bool, error) {
+func (q *Queue) settleBatch(ctx context.Context, op string, fs []fenced) ([]engine.Settled, error) {
 	if err := q.callable(ctx); err != nil {
 		return nil, opError(op, "", err)
 	}
@@ -69,7 +70,7 @@ func (q *Queue) settleBatch(ctx context.Context, op string, fs []fenced) ([]bool
 			return nil, opError(op, entry("claims", i, f.c.ID), err)
 		}
 	}
-	oks := make([]bool, len(fs))
+	out := make([]engine.Settled, len(fs))
 	var asked []int // the index in fs of each claim the engine is asked about
 	for i, f := range fs {
 		if q.fences(f.c) {
@@ -77,7 +78,7 @@ func (q *Queue) settleBatch(ctx context.Context, op string, fs []fenced) ([]bool
 		}
 	}
 	if len(asked) == 0 {
-		return oks, nil
+		return out, nil
 	}
 	ask := make([]engine.Fenced, len(asked))
 	for k, i := range asked {
@@ -88,9 +89,9 @@ func (q *Queue) settleBatch(ctx context.Context, op string, fs []fenced) ([]bool
 		return nil, opError(op, "", err)
 	}
 	for k, r := range rs {
-		oks[asked[k]] = r.OK
+		out[asked[k]] = r
 	}
-	return oks, nil
+	return out, nil
 }
 
 // fences reports whether c can match a row of q at all, so that the engine

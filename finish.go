@@ -37,5 +37,13 @@ func (q *Queue) FinishBatch(ctx context.Context, claims []Claim) ([]bool, error)
 	for i, c := range claims {
 		fs[i] = fence(c, engine.FenceFinish)
 	}
-	return q.settleBatch(ctx, "finish batch", fs)
+	rs, err := q.settleBatch(ctx, "finish batch", fs)
+	if err != nil {
+		return nil, err
+	}
+	oks := make([]bool, len(rs))
+	for i, r := range rs {
+		oks[i] = r.OK
+	}
+	return oks, nil
 }

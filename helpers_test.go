@@ -275,9 +275,10 @@ type fencedCall struct {
 	call func(ctx context.Context, q *leaseq.Queue, c leaseq.Claim) (bool, error)
 }
 
-// fencedCalls are Finish, Extend, Release and Fail with ordinary arguments.
-// Extend must also hand back the claim it was given when it refuses; the
-// check is here so every test of the fence makes it.
+// fencedCalls are Finish, Extend, ExtendBatch (of the one claim), Release
+// and Fail with ordinary arguments.
+// Extend and ExtendBatch must also hand back the claim they were given when
+// they refuse; the check is here so every test of the fence makes it.
 var fencedCalls = []fencedCall{
 	{"Finish", func(ctx context.Context, q *leaseq.Queue, c leaseq.Claim) (bool, error) {
 		return q.Finish(ctx, c)
@@ -288,6 +289,16 @@ var fencedCalls = []fencedCall{
 			return ok, fmt.Errorf("refused Extend returned %+v, want the claim unchanged %+v", got, c)
 		}
 		return ok, err
+	}},
+	{"ExtendBatch", func(ctx context.Context, q *leaseq.Queue, c leaseq.Claim) (bool, error) {
+		got, oks, err := q.ExtendBatch(ctx, []leaseq.Claim{c}, 5*time.Second)
+		if err != nil {
+			return false, err
+		}
+		if !oks[0] && fmt.Sprintf("%+v", got[0]) != fmt.Sprintf("%+v", c) {
+			return false, fmt.Errorf("refused ExtendBatch returned %+v, want the claim unchanged %+v", got[0], c)
+		}
+		return oks[0], nil
 	}},
 	{"Release", func(ctx context.Context, q *leaseq.Queue, c leaseq.Claim) (bool, error) {
 		return q.Release(ctx, c, 0, "released by the test")
