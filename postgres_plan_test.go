@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/leaseq/leaseq"
 	"github.com/leaseq/leaseq/internal/pgtest"
+	"github.com/leaseq/leaseq/internal/postgres"
 )
 
 // TestPostgresPlans: on PostgreSQL every statement of every call is a range
@@ -121,6 +122,22 @@ type planCall struct {
 	indexes []string
 }
 
+// headerIndexes are the indexes the headers of the engine's statements of
+// names say they rely on (internal/postgres/sql/*.sql, "-- index:").
+func headerIndexes(names ...string) []string {
+	var ix []string
+	for _, name := range names {
+		st, ok := postgres.Statements()[name]
+		if !ok || st.Index == "" {
+			panic("postgres statement " + name + " has no index: header")
+		}
+		ix = append(ix, strings.Split(st.Index, ", ")...)
+	}
+	return ix
+}
+
+// planCalls are the calls whose plans are checked, with the indexes their
+// statements' headers name (a few are looser, and say why).
 func planCalls(q *leaseq.Queue, clock *leaseq.ManualClock) []planCall {
 	var c leaseq.Claim
 	claim := func(ctx context.Context) error {
@@ -141,24 +158,23 @@ func planCalls(q *leaseq.Queue, clock *leaseq.ManualClock) []planCall {
 			return err
 		}
 	}
-	pk := "leaseq_jobs_queue_id_key"
 	return []planCall{
 		{"enqueue", func(ctx context.Context) error { return q.Enqueue(ctx, leaseq.Job{ID: "new"}) }, nil},
-		{"claim", claim, []string{"leaseq_jobs_doomed", "leaseq_jobs_pending_deadline", "leaseq_jobs_waiting", "leaseq_jobs_ready"}},
-		{"finish", func(ctx context.Context) error { _, err := q.Finish(ctx, c); return err }, []string{pk}},
-		{"extend", fenced(func(ctx context.Context) (bool, error) { _, ok, err := q.Extend(ctx, c, time.Minute); return ok, err }), []string{pk}},
-		{"release", fenced(func(ctx context.Context) (bool, error) { return q.Release(ctx, c, time.Second, "r") }), []string{pk}},
-		{"fail", fenced(func(ctx context.Context) (bool, error) { return q.Fail(ctx, c, "f") }), []string{pk}},
+		{"claim", claim, headerIndexes("sweep", "claim")},
+		{"finish", func(ctx context.Context) error { _, err := q.Finish(ctx, c); return err }, headerIndexes("finish")},
+		{"extend", fenced(func(ctx context.Context) (bool, error) { _, ok, err := q.Extend(ctx, c, time.Minute); return ok, err }), headerIndexes("extend")},
+		{"release", fenced(func(ctx context.Context) (bool, error) { return q.Release(ctx, c, time.Second, "r") }), headerIndexes("release")},
+		{"fail", fenced(func(ctx context.Context) (bool, error) { return q.Fail(ctx, c, "f") }), headerIndexes("fail")},
 		{"finish batch", fenced(func(ctx context.Context) (bool, error) {
 			oks, err := q.FinishBatch(ctx, []leaseq.Claim{c, c})
 			return oks[0], err
-		}), []string{pk}},
-		{"cancel", func(ctx context.Context) error { return q.Cancel(ctx, "ready19", "stop") }, []string{pk}},
+		}), headerIndexes("finish_many")},
+		{"cancel", func(ctx context.Context) error { return q.Cancel(ctx, "ready19", "stop") }, headerIndexes("cancel")},
 		// A few quarantined jobs: the planner may take them from
 		// leaseq_jobs_finished rather than by ID; either is a short range.
 		{"requeue", func(ctx context.Context) error { return q.Requeue(ctx, "ready19") }, nil},
-		{"get", func(ctx context.Context) error { _, err := q.Get(ctx, "ready18"); return err }, []string{pk}},
-		{"stats", func(ctx context.Context) error { _, err := q.Stats(ctx); return err }, []string{"leaseq_jobs_status"}},
+		{"get", func(ctx context.Context) error { _, err := q.Get(ctx, "ready18"); return err }, headerIndexes("get")},
+		{"stats", func(ctx context.Context) error { _, err := q.Stats(ctx); return err }, headerIndexes("stats")},
 		{"list one status", func(ctx context.Context) error {
 			_, err := q.List(ctx, leaseq.Filter{Status: leaseq.StatusQuarantined, Limit: 10})
 			return err
@@ -166,15 +182,15 @@ func planCalls(q *leaseq.Queue, clock *leaseq.ManualClock) []planCall {
 		{"list every status", func(ctx context.Context) error {
 			_, err := q.List(ctx, leaseq.Filter{AfterID: "done50000", Limit: 10})
 			return err
-		}, []string{"leaseq_jobs_status"}},
+		}, headerIndexes("list_all")},
 		{"activity", func(ctx context.Context) error {
 			_, err := q.Activity(ctx, clock.Now().Add(-time.Hour))
 			return err
-		}, []string{"leaseq_jobs_finished", "leaseq_jobs_status"}},
+		}, headerIndexes("activity")},
 		{"queues", func(ctx context.Context) error { _, err := leaseq.Queues(ctx, q.DB()); return err }, nil},
 		{"purge", func(ctx context.Context) error {
 			_, err := q.Purge(ctx, clock.Now().Add(-time.Hour), leaseq.StatusDone, leaseq.StatusQuarantined)
 			return err
-		}, []string{"leaseq_jobs_finished"}},
+		}, headerIndexes("purge")},
 	}
 }
