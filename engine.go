@@ -36,7 +36,6 @@ func openEngine(ctx context.Context, db *sql.DB) (engine.Engine, error) {
 	return postgres.New(db), nil
 }
 
-// ref is what the engine knows of q for a call.
-func (q *Queue) ref() engine.Queue {
-	return engine.Queue{Name: q.name, Clock: engine.Clock{Now: q.now, Server: q.serverClock}, NoGroup: q.noGroup}
-}
+// ref is what the engine knows of q for a call: made once by New, so that
+// a call does not allocate its clock's method value again.
+func (q *Queue) ref() engine.Queue { return q.eq }

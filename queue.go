@@ -101,8 +101,10 @@ type Queue struct {
 	// the database server's clock (rule 40): the statements that judge
 	// leases read it themselves (nowArg is NULL).
 	serverClock bool
-	closed      atomic.Bool
-	closing     chan struct{} // closed by Close, so that Work stops waiting
+	// eq is what the engine knows of the queue, made once (ref).
+	eq      engine.Queue
+	closed  atomic.Bool
+	closing chan struct{} // closed by Close, so that Work stops waiting
 }
 
 // New returns the Queue named opts.Name on db, creating the schema if it is
@@ -180,6 +182,7 @@ func New(ctx context.Context, db *sql.DB, opts Options) (*Queue, error) {
 			q.clock, q.serverClock = c, true
 		}
 	}
+	q.eq = engine.Queue{Name: q.name, Clock: engine.Clock{Now: q.now, Server: q.serverClock}, NoGroup: q.noGroup}
 	if opts.ReadOnly {
 		err, q.e = checkSchema(ctx, e), readOnlyEngine{e}
 	} else {

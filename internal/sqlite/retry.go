@@ -73,6 +73,9 @@ func retryBusy(ctx context.Context, op func() error) error {
 
 // isBusy reports whether err is SQLITE_BUSY in any of its extended forms.
 func isBusy(err error) bool {
+	if err == nil {
+		return false // before errors.As, whose target would escape on every call
+	}
 	var se *sqlite.Error
 	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }
