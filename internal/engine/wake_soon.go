@@ -12,10 +12,13 @@ import (
 // so that a job the caller commits within LookAgainFor is claimed within
 // LookAgainMax of its commit, not after the pool's PollInterval.
 
-// How long, and how often at most apart, SignalSoon looks again.
+// How long, and how often at most apart, SignalSoon looks again: 1ms apart
+// for the first lookAgainFast looks (most callers commit at once), then
+// growing to LookAgainMax.
 const (
-	LookAgainFor = 150 * time.Millisecond
-	LookAgainMax = 5 * time.Millisecond
+	LookAgainFor  = 150 * time.Millisecond
+	LookAgainMax  = 5 * time.Millisecond
+	lookAgainFast = 20
 )
 
 // soonKey is one queue of one engine's Wakers that is being looked at
@@ -31,7 +34,7 @@ var (
 )
 
 // SignalSoon is Signal for queue name now and again over the next
-// LookAgainFor, 1ms apart at first and then at most LookAgainMax. Calls
+// LookAgainFor, 1ms apart at first and then at most LookAgainMax apart. Calls
 // while it looks again extend the time; one goroutine per queue does the
 // looking.
 func (w *Wakers) SignalSoon(name string) {
@@ -48,7 +51,11 @@ func (w *Wakers) SignalSoon(name string) {
 
 // lookAgain signals k's queue until the time SignalSoon set has passed.
 func (w *Wakers) lookAgain(k soonKey) {
-	for gap := time.Millisecond; ; gap = min(gap+time.Millisecond, LookAgainMax) {
+	gap := time.Millisecond
+	for n := 1; ; n++ {
+		if n > lookAgainFast {
+			gap = min(gap+time.Millisecond, LookAgainMax)
+		}
 		time.Sleep(gap)
 		soonMu.Lock()
 		over := time.Now().After(soon[k])
