@@ -29,7 +29,8 @@ import (
 //	           handler against handlers that record one row with
 //	           FinishTx, and the time from EnqueueTx's Commit to the
 //	           handler's start in an idle pool.
-//	pg-orders  the same on PostgreSQL (pools of 160 connections).
+//	pg-orders  the same on PostgreSQL (pools of 80 connections, under the
+//	           default max_connections of 100).
 
 var ordersFor = flag.Duration("orders-for", 10*time.Second, "how long each orders variant places orders")
 
@@ -250,10 +251,10 @@ func ordersOn(title string, mk func(what string) (*leaseq.Queue, func()), insert
 	fmt.Printf("\n== %s: Work(16) over 20,000 jobs, no-op handler vs FinishTx writing one row\n", title)
 	var noop, ftx []float64
 	for r := 1; r <= *rounds; r++ {
-		q, done := mk("work-noop")
+		q, done := mk("worknoop")
 		v, _ := workRateOn(q, 16, n(20000))
 		done()
-		q, done = mk("work-finishtx")
+		q, done = mk("workfinishtx")
 		w := finishTxRate(q, insert, 16, n(20000))
 		done()
 		noop, ftx = append(noop, v), append(ftx, w)
@@ -261,7 +262,7 @@ func ordersOn(title string, mk func(what string) (*leaseq.Queue, func()), insert
 	}
 	fmt.Printf("medians: no-op %.1f, FinishTx %.1f jobs/s, ratio %.2f\n", median(noop), median(ftx), median(ftx)/median(noop))
 
-	q, done := mk("wake-enqueuetx")
+	q, done := mk("wakeenqueuetx")
 	p50, p99 := enqueueTxWake(q, 200)
 	done()
 	fmt.Printf("\n== %s: EnqueueTx's Commit -> handler start, idle pool of 16, 200 jobs: p50 %v, p99 %v (target p50 <= 5ms)\n",
@@ -279,7 +280,7 @@ func ordersMode() {
 
 func pgOrdersMode() {
 	ordersOn("pg-orders (PostgreSQL)", func(what string) (*leaseq.Queue, func()) {
-		q, _ := pgLeaseq(what, 160)
+		q, _ := pgLeaseq(what, 80)
 		return q, func() { closeLeaseq(q) }
 	}, `INSERT INTO orders (id, n) VALUES ($1, $2)`)
 }
