@@ -95,6 +95,73 @@ func (w *warnCounter) WithGroup(string) slog.Handler                { return w }
 // 6-second handlers on a 2-second lease.
 func placeOrders(q *leaseq.Queue, way orderWay, g int, d time.Duration) orderRun {
 	warns := &warnCounter{}
+	stop := slowPool(q, warns)
+	var r orderRun
+	var mu sync.Mutex
+	var lat []time.Duration
+	var placed atomic.Int64
+	end := time.Now().Add(d)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range g {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mine := placeUntil(q, way, w, end, &placed, func(err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				r.tally(err)
+			})
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	stop()
+	slices.Sort(lat)
+	r.rate = float64(placed.Load()) / elapsed.Seconds()
+	r.p99 = lat[len(lat)*99/100]
+	r.lost = warns.n.Load()
+	return r
+}
+
+// tally counts one failed order.
+func (r *orderRun) tally(err error) {
+	r.errs++
+	if s := err.Error(); strings.Contains(s, "SQLITE_BUSY") || strings.Contains(s, "database is locked") {
+		r.busy++
+	}
+	if r.firstErr == "" {
+		r.firstErr = err.Error()
+	}
+}
+
+// placeUntil is one goroutine placing orders way until end, 5 ms apart,
+// each with 10 s to go through: it counts the placed ones, hands failed
+// ones to failed, and returns how long each took.
+func placeUntil(q *leaseq.Queue, way orderWay, w int, end time.Time, placed *atomic.Int64, failed func(error)) []time.Duration {
+	var lat []time.Duration
+	for i := 0; time.Now().Before(end); i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		t := time.Now()
+		err := way.place(ctx, q, fmt.Sprintf("o-%d-%d", w, i))
+		cancel()
+		lat = append(lat, time.Since(t))
+		if err != nil {
+			failed(err)
+		} else {
+			placed.Add(1)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return lat
+}
+
+// slowPool starts Work(16) on q whose handlers take 6 seconds on a
+// 2-second lease, logging to warns; the function it returns stops it.
+func slowPool(q *leaseq.Queue, warns *warnCounter) func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	returned := make(chan error, 1)
 	go func() {
@@ -109,53 +176,7 @@ func placeOrders(q *leaseq.Queue, way orderWay, g int, d time.Duration) orderRun
 				}
 			})
 	}()
-	var r orderRun
-	var mu sync.Mutex
-	var lat []time.Duration
-	var placed atomic.Int64
-	end := time.Now().Add(d)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for w := range g {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var mine []time.Duration
-			for i := 0; time.Now().Before(end); i++ {
-				octx, ocancel := context.WithTimeout(context.Background(), 10*time.Second)
-				t := time.Now()
-				err := way.place(octx, q, fmt.Sprintf("o-%d-%d", w, i))
-				ocancel()
-				mine = append(mine, time.Since(t))
-				if err != nil {
-					mu.Lock()
-					r.errs++
-					if s := err.Error(); strings.Contains(s, "SQLITE_BUSY") || strings.Contains(s, "database is locked") {
-						r.busy++
-					}
-					if r.firstErr == "" {
-						r.firstErr = err.Error()
-					}
-					mu.Unlock()
-				} else {
-					placed.Add(1)
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-			mu.Lock()
-			lat = append(lat, mine...)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	cancel()
-	check(<-returned)
-	slices.Sort(lat)
-	r.rate = float64(placed.Load()) / elapsed.Seconds()
-	r.p99 = lat[len(lat)*99/100]
-	r.lost = warns.n.Load()
-	return r
+	return func() { cancel(); check(<-returned) }
 }
 
 // finishTxRate is workRateOn with handlers that each record one row with
@@ -263,10 +284,10 @@ func ordersOn(title string, mk func(what string) (*leaseq.Queue, func()), insert
 	fmt.Printf("medians: no-op %.1f, FinishTx %.1f jobs/s, ratio %.2f\n", median(noop), median(ftx), median(ftx)/median(noop))
 
 	q, done := mk("wakeenqueuetx")
-	p50, p99 := enqueueTxWake(q, 200)
+	p50, p99 := enqueueTxWake(q, n(200))
 	done()
-	fmt.Printf("\n== %s: EnqueueTx's Commit -> handler start, idle pool of 16, 200 jobs: p50 %v, p99 %v (target p50 <= 5ms)\n",
-		title, p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond))
+	fmt.Printf("\n== %s: EnqueueTx's Commit -> handler start, idle pool of 16, %d jobs: p50 %v, p99 %v (target p50 <= 5ms)\n",
+		title, n(200), p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond))
 }
 
 func ordersMode() {
