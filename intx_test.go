@@ -576,6 +576,24 @@ func TestTxAfterFnReturned(t *testing.T) {
 		if _, err := kept.ExecContext(f.ctx, "SELECT 1"); !errors.Is(err, sql.ErrTxDone) {
 			t.Fatalf("Exec after fn returned: %v, want sql.ErrTxDone", err)
 		}
+		var one int
+		if err := kept.QueryRowContext(f.ctx, "SELECT 1").Scan(&one); err == nil {
+			t.Fatal("QueryRow after fn returned scanned a row")
+		}
+		cancelled, cancel := context.WithCancel(f.ctx)
+		cancel()
+		if err := f.q.InTx(f.ctx, func(_ context.Context, tx leaseq.Tx) error {
+			if err := tx.QueryRowContext(cancelled, "SELECT 1").Scan(&one); !errors.Is(err, context.Canceled) {
+				return fmt.Errorf("QueryRow on an ended context: %v", err)
+			}
+			_, err := tx.ExecContext(cancelled, "SELECT 1")
+			if !errors.Is(err, context.Canceled) {
+				return fmt.Errorf("Exec on an ended context: %v", err)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
 		if err := kept.Enqueue(f.ctx, leaseq.Job{ID: "late"}); !errors.Is(err, sql.ErrTxDone) {
 			t.Fatalf("Enqueue after fn returned: %v, want sql.ErrTxDone", err)
 		}

@@ -48,6 +48,7 @@ type TxOutcome struct {
 type Tx struct {
 	run    context.Context
 	ex     Execer
+	pool   *sql.DB
 	insert func(ctx context.Context, ex Execer, jobs []JobRow) (int, error)
 
 	mu       sync.Mutex
@@ -57,9 +58,11 @@ type Tx struct {
 }
 
 // NewTx is the Tx of a TxFunc whose statements run on ex with the context
-// run, and whose inserts are insert's, under a savepoint on ex.
-func NewTx(run context.Context, ex Execer, insert func(ctx context.Context, ex Execer, jobs []JobRow) (int, error)) *Tx {
-	return &Tx{run: run, ex: ex, insert: insert}
+// run, and whose inserts are insert's, under a savepoint on ex. pool is
+// the database's: a Row refused before its query is made there (see
+// QueryRowContext).
+func NewTx(run context.Context, ex Execer, pool *sql.DB, insert func(ctx context.Context, ex Execer, jobs []JobRow) (int, error)) *Tx {
+	return &Tx{run: run, ex: ex, pool: pool, insert: insert}
 }
 
 // usable is the error of a statement on t with ctx: the function returned,
@@ -104,11 +107,16 @@ func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.
 // was never scanned holds its statement open on the connection: scan it.
 func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	if err := t.usable(ctx); err != nil {
-		// A Row can only carry an error from a query that ran: a cancelled
-		// context makes one that fails at once without a statement.
-		cancelled, cancel := context.WithCancel(context.Background())
-		cancel()
-		return t.ex.QueryRowContext(cancelled, "SELECT 1")
+		// A Row carries only the error of a query: the pool's, on a context
+		// that has ended, fails before it takes a connection. Never the
+		// transaction's connection, whose statements an interrupt could
+		// reach.
+		if ctx == nil || ctx.Err() == nil {
+			done, cancel := context.WithCancel(context.Background())
+			cancel()
+			ctx = done
+		}
+		return t.pool.QueryRowContext(ctx, "SELECT 1")
 	}
 	return t.ex.QueryRowContext(t.run, query, args...)
 }

@@ -18,7 +18,7 @@ import (
 func (e *Engine) TxRun(ctx context.Context, p engine.TxRunParams) (engine.TxOutcome, error) {
 	var undone engine.TxOutcome // the outcome of the last try that errUndo rolled back
 	out, err := write(ctx, e, func(run context.Context, tx engine.Execer) (engine.TxOutcome, error) {
-		out, err := fnTx(ctx, run, tx, p)
+		out, err := e.fnTx(ctx, run, tx, p)
 		if err == nil && (out.FnErr != nil || out.Refused) {
 			undone, err = out, errUndo
 		}
@@ -38,14 +38,14 @@ var errUndo = errors.New("leaseq: the function's transaction is rolled back")
 // locked and its fence checked (FinishTx), Fn, the Finish. Fn's error and
 // a refused fence are the outcome; a serialization failure or deadlock in
 // Fn is the try's error, for write to run it again.
-func fnTx(ctx, run context.Context, tx engine.Execer, p engine.TxRunParams) (engine.TxOutcome, error) {
+func (e *Engine) fnTx(ctx, run context.Context, tx engine.Execer, p engine.TxRunParams) (engine.TxOutcome, error) {
 	if p.Finish != nil {
 		ok, err := fenceHolds(run, tx, p.Queue, *p.Finish)
 		if err != nil || !ok {
 			return engine.TxOutcome{Refused: true}, err
 		}
 	}
-	t := engine.NewTx(run, tx, insertSaved(p.Queue))
+	t := engine.NewTx(run, tx, e.db, insertSaved(p.Queue))
 	err := p.Fn(ctx, t)
 	_, closeErr := t.End()
 	switch {

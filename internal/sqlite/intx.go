@@ -16,7 +16,7 @@ import (
 // the transaction's context (see engine.Tx).
 func (e *Engine) TxRun(ctx context.Context, p engine.TxRunParams) (engine.TxOutcome, error) {
 	body := func(run context.Context, tx engine.Execer) (engine.TxOutcome, error) {
-		return fnTx(ctx, run, tx, p)
+		return e.fnTx(ctx, run, tx, p)
 	}
 	if grouped(p.Queue, engine.ShareCalls) {
 		return groupTx(ctx, e, p.Queue, nil, body)
@@ -30,7 +30,7 @@ func (e *Engine) TxRun(ctx context.Context, p engine.TxRunParams) (engine.TxOutc
 // not the transaction's error, so that the other calls of a shared
 // transaction commit; an error of the savepoint's own statements, or a
 // busy Fn, fails the transaction.
-func fnTx(ctx, run context.Context, tx engine.Execer, p engine.TxRunParams) (engine.TxOutcome, error) {
+func (e *Engine) fnTx(ctx, run context.Context, tx engine.Execer, p engine.TxRunParams) (engine.TxOutcome, error) {
 	if _, err := tx.ExecContext(run, stmt("tx_savepoint")); err != nil {
 		return engine.TxOutcome{}, err
 	}
@@ -40,7 +40,7 @@ func fnTx(ctx, run context.Context, tx engine.Execer, p engine.TxRunParams) (eng
 			return undoFn(run, tx, engine.TxOutcome{Refused: true}, err)
 		}
 	}
-	t := engine.NewTx(run, tx, insertSaved(p.Queue.Name))
+	t := engine.NewTx(run, tx, e.dbh, insertSaved(p.Queue.Name))
 	err := p.Fn(ctx, t)
 	_, closeErr := t.End()
 	switch {
