@@ -119,6 +119,7 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, jobs ...Job) error {
 	if err != nil {
 		return insertError(op, jobs, bad, err)
 	}
+	q.e.Wakers().SignalSoon(q.name) // the caller commits soon: look then (rule 45)
 	return nil
 }
 

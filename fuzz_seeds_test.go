@@ -155,6 +155,33 @@ func (s *seedBuilder) enqueueTx(commit bool, first, second [][]byte) *seedBuilde
 	return s.op(opEnqueueTx, args...)
 }
 
+// inTx runs two tx.Enqueue calls (jobs made by jobFull; at most 3 and 2)
+// in one InTx, whose function then returns nil or, with fail, an error.
+func (s *seedBuilder) inTx(fail bool, first, second [][]byte) *seedBuilder {
+	args := []byte{0}
+	if fail {
+		args[0] = 1
+	}
+	for _, jobs := range [][][]byte{first, second} {
+		args = append(args, byte(len(jobs)))
+		for _, j := range jobs {
+			args = append(args, j...)
+		}
+	}
+	return s.op(opInTx, args...)
+}
+
+// finishTx runs FinishTx on claim number i (or last), forged by how, with
+// a function that enqueues j (made by jobFull) and returns nil or, with
+// fail, an error.
+func (s *seedBuilder) finishTx(i, how int, fail bool, j []byte) *seedBuilder {
+	f := byte(0)
+	if fail {
+		f = 1
+	}
+	return s.op(opFinishTx, append([]byte{byte(i), byte(how), f}, j...)...)
+}
+
 func (s *seedBuilder) useQueue(i int) *seedBuilder { return s.op(opUseQueue, byte(i)) }
 
 // extend, release and fail act on claim number i (or last), forged by how.
@@ -548,6 +575,27 @@ func fuzzSeeds() []fuzzSeed {
 			enqueueTx(true, [][]byte{jobFull(idSQL, 1, 3, noDeadline, nil, runNone, prio0), jobFull(idSQL, 2, 3, noDeadline, nil, runNone, prio0)}, nil).
 			enqueueTx(true, nil, nil).useQueue(1).enqueueTx(true, [][]byte{jobFull(idJ0, 7, 3, noDeadline, nil, runNone, prio0)}, nil).
 			useQueue(0).claimBatch(ownA, lease1s, 6).checkAll()},
+		// Rules 43 and 44: InTx's jobs commit with fn's nil and not with its
+		// error; a call with a bad or taken job writes none of its own and
+		// the transaction goes on.
+		{"in-tx", seed(0).inTx(false, [][]byte{jobFull(idJ0, 1, 3, noDeadline, nil, runNone, prio0),
+			jobFull(idJ1, 2, 3, noDeadline, []byte("p"), run10ms, prio5)}, [][]byte{jobFull(idJ0, 3, 3, noDeadline, nil, runNone, prio0)}).
+			inTx(true, [][]byte{jobFull(idJ2, 4, 3, noDeadline, nil, runNone, prio0)}, nil).
+			inTx(false, [][]byte{jobFull(idEmpty, 1, 3, noDeadline, nil, runNone, prio0)},
+				[][]byte{jobFull(idJ3, 1, 3, deadline100ms, nil, runNone, prio0)}).
+			useQueue(1).inTx(false, [][]byte{jobFull(idJ0, 7, 3, noDeadline, nil, runNone, prio0)}, nil).
+			useQueue(0).claimBatch(ownA, lease1s, 6).checkAll()},
+		// Rule 46: FinishTx runs fn only while the fence holds, and its job
+		// commits with the finish: refused at the lease's end, a stale or
+		// forged claim, fn's error leaves the job leased.
+		{"finish-tx", seed(0).enqueue(idJ0, 1, maxDefault, noDeadline, nil).enqueue(idJ1, 1, maxDefault, deadline100ms, nil).
+			claim(ownA, lease1s).claim(ownB, lease1s).
+			finishTx(0, 0, true, jobFull(idJ2, 1, 3, noDeadline, nil, runNone, prio0)).
+			toLeaseEnd(0, 0).finishTx(0, 0, false, jobFull(idJ2, 1, 3, noDeadline, nil, runNone, prio0)).
+			toLeaseEnd(0, -1).finishTx(0, 1, false, jobFull(idJ2, 1, 3, noDeadline, nil, runNone, prio0)).
+			finishTx(0, 0, false, jobFull(idJ2, 1, 3, noDeadline, nil, runNone, prio0)).
+			finishTx(0, 0, false, jobFull(idJ3, 1, 3, noDeadline, nil, runNone, prio0)).
+			toDeadline(idJ1, 0).finishTx(1, 0, false, jobFull(idJ3, 1, 3, noDeadline, nil, runNone, prio0)).checkAll()},
 	}
 	out := make([]fuzzSeed, len(seeds))
 	for i, s := range seeds {

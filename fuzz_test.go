@@ -218,6 +218,8 @@ const (
 	opStats                   //
 	opList                    // status, after ID, limit
 	opToRunAt                 // clock to a job's run_at -1, 0 or +1 ms
+	opInTx                    // fn fails or not, then two tx.Enqueue calls in one InTx, read as opEnqueueTx reads them (fuzz_intx_test.go)
+	opFinishTx                // claim, forgery, fn fails or not, the job fn enqueues as opEnqueueFull reads it
 	opSlots
 )
 
@@ -366,6 +368,10 @@ func (r *fuzzRun) apply(in *opReader) {
 		if s := r.m.queues[r.cur].jobs[fuzzIDs[in.pick(len(fuzzIDs))]]; s != nil && !s.RunAt.IsZero() {
 			r.set(s.RunAt.Add(time.Duration(in.pick(3)-1)*time.Millisecond), "run_at of "+s.ID)
 		}
+	case opInTx:
+		r.inTx(in)
+	case opFinishTx:
+		r.finishTx(in)
 	}
 	if !readOnly[op] {
 		r.checkRows()

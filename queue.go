@@ -105,6 +105,9 @@ type Queue struct {
 	eq      engine.Queue
 	closed  atomic.Bool
 	closing chan struct{} // closed by Close, so that Work stops waiting
+	// holds are the claims Work is running, which a handler's FinishTx
+	// may settle (rule 46; work_tx.go).
+	holds holds
 }
 
 // New returns the Queue named opts.Name on db, creating the schema if it is

@@ -49,6 +49,10 @@ func (readOnlyEngine) JobPurgeChunk(context.Context, engine.JobPurgeChunkParams)
 	return 0, errReadOnly()
 }
 
+func (readOnlyEngine) TxRun(context.Context, engine.TxRunParams) (engine.TxOutcome, error) {
+	return engine.TxOutcome{}, errReadOnly()
+}
+
 // ReadOnly reports whether the queue was made with [Options.ReadOnly].
 func (q *Queue) ReadOnly() bool {
 	_, ok := q.e.(readOnlyEngine)

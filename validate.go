@@ -40,12 +40,13 @@ var (
 
 // ctxProblem refuses a nil context before database/sql sees it: it would
 // panic there with its pool's lock held, and every later call on the
-// *sql.DB would wait for that lock forever.
+// *sql.DB would wait for that lock forever. It refuses the context of an
+// InTx or FinishTx function too (rule 44; see inTxProblem).
 func ctxProblem(ctx context.Context) error {
 	if ctx == nil {
 		return invalid("ctx is nil; pass context.Background() or a context with a deadline")
 	}
-	return nil
+	return inTxProblem(ctx)
 }
 
 // countProblem validates a count that must be at most MaxCount.

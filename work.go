@@ -354,6 +354,8 @@ func (p *pool) start(c Claim) {
 // then records the result.
 func (p *pool) handle(c Claim) {
 	began := time.Now()
+	p.q.holds.add(c)
+	defer p.q.holds.drop(c)
 	ctx, cancel := context.WithCancelCause(p.handlers)
 	defer cancel(nil)
 	k := p.keepLease(c, cancel)
@@ -406,6 +408,7 @@ func (p *pool) keepLease(c Claim, lost context.CancelCauseFunc) *keeper {
 		// before it stops, so that every extension is over before the
 		// result is recorded.
 		var beat chan extension
+		settled := p.q.holds.get(c).settledChan()
 		finish := func() {
 			if beat != nil {
 				<-beat
@@ -418,7 +421,14 @@ func (p *pool) keepLease(c Claim, lost context.CancelCauseFunc) *keeper {
 			case <-k.stop:
 				finish()
 				return
+			case <-settled: // FinishTx finished the job: nothing to keep
+				finish()
+				return
 			case <-end.C:
+				if p.q.holds.get(c).doneAfter(recordTimeout) {
+					finish()
+					return
+				}
 				p.log.Warn("leaseq: lease ended before the handler returned", p.attrs(c, "lease lost", time.Time{})...)
 				lost(ErrLeaseLost)
 				finish()
@@ -438,6 +448,9 @@ func (p *pool) keepLease(c Claim, lost context.CancelCauseFunc) *keeper {
 					// The lease may still be extended at the next beat; the
 					// end timer guards the handler meanwhile.
 					p.log.Error("leaseq: extending a lease failed", p.attrs(c, "extend error", time.Time{}, "error", x.err)...)
+				case !x.ok && p.q.holds.get(c).doneAfter(recordTimeout):
+					finish()
+					return
 				case !x.ok:
 					p.log.Warn("leaseq: extension refused; the job is no longer this handler's", p.attrs(c, "lease lost", time.Time{})...)
 					lost(ErrLeaseLost)
@@ -478,6 +491,9 @@ func (p *pool) untilLeaseEnd(c Claim) time.Duration {
 // stopped by the shutdown. A database error is retried while the claim can
 // still win (until its lease ends); a refusal is logged and never retried.
 func (p *pool) record(c Claim, err, cause error, began time.Time) {
+	if p.settledByHandler(c, err, began) {
+		return
+	}
 	outcome, write := p.outcome(c, err, cause)
 	for n := 1; ; n++ {
 		// A try may take until the lease ends, and at least recordTimeout:

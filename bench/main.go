@@ -70,11 +70,16 @@
 //	             synchronous=OFF, so that query cost is not hidden behind
 //	             the WAL flush).
 //
+// The orders and pg-orders modes (orders.go) measure the service's own
+// transactions: InTx, FinishTx and EnqueueTx beside a pool of long
+// handlers. They are not in the default -modes either.
+//
 // Usage:
 //
 //	go run . [-rounds 3] [-modes single,batch,depth,idle,queues,journal,work]
 //	         [-scale 1] [-journal MODE] [-dir DIR] [-cpuprofile FILE]
 //	go run . -modes pg-work,pg-batch,pg-claimers,pg-depth [-pg URL] ...
+//	go run . -modes orders,pg-orders [-orders-for 10s] ...
 package main
 
 import (
@@ -169,6 +174,10 @@ func main() {
 			pgClaimersMode()
 		case "pg-depth":
 			pgDepthMode()
+		case "orders":
+			ordersMode()
+		case "pg-orders":
+			pgOrdersMode()
 		default:
 			fatalf("unknown mode %q", m)
 		}

@@ -7,13 +7,19 @@
 //
 //	curl -X POST 127.0.0.1:8080/orders -d '{"id":"order-7","qty":3}'
 //
-// POST /orders enqueues an order: 201 Created, 409 Conflict for an ID the
-// queue has seen, 400 for anything malformed. A worker POSTs each order to
+// POST /orders records the order in the service's own table and enqueues
+// its delivery in one transaction (InTx, in the queue's writer turn, so
+// the service's writes share the queue's commits): 201 Created, 409
+// Conflict for an ID the queue has seen, 400 for anything malformed. A
+// worker POSTs each order to
 // -deliver with the header Idempotency-Key set to the order's ID: a worker
 // that lost its lease may already have sent the order, and another worker
 // sends it again, so the receiver must count each key once. The handler
 // passes its context to the request, so a lost lease (ErrLeaseLost) or the
-// end of the drain time (ErrShutdown) aborts a delivery in flight.
+// end of the drain time (ErrShutdown) aborts a delivery in flight. A
+// delivery is recorded in the service's table with the job's Finish
+// (FinishTx): a worker whose lease was lost never records it after another
+// worker took the order.
 package main
 
 import (
@@ -75,12 +81,15 @@ func serve(ctx context.Context, ln net.Listener, path, deliverURL string) error 
 		return err
 	}
 	defer q.Close()
+	if err := q.InTx(ctx, createTables); err != nil {
+		return err
+	}
 
 	srv := &http.Server{Handler: enqueueHandler(q), ReadHeaderTimeout: 5 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
-	d := &deliverer{url: deliverURL, client: &http.Client{}}
+	d := &deliverer{q: q, url: deliverURL, client: &http.Client{}}
 	err = q.Work(ctx, leaseq.WorkerOptions{
 		Owner:        hostOwner(),
 		Concurrency:  8,
@@ -111,8 +120,18 @@ func enqueueHandler(q *leaseq.Queue) http.Handler {
 			return
 		}
 		body, _ := json.Marshal(o)
-		err := q.Enqueue(r.Context(), leaseq.Job{ID: o.ID, Qty: o.Qty, Payload: body,
-			Deadline: time.Now().Add(24 * time.Hour)}) // an order not delivered in a day is quarantined for a person to look at
+		err := q.InTx(r.Context(), func(ctx context.Context, tx leaseq.Tx) error {
+			// The job first: a taken ID is ErrDuplicate, and nothing of the
+			// order is kept.
+			err := tx.Enqueue(ctx, leaseq.Job{ID: o.ID, Qty: o.Qty, Payload: body,
+				Deadline: time.Now().Add(24 * time.Hour)}) // an order not delivered in a day is quarantined for a person to look at
+			if err != nil {
+				return err
+			}
+			_, err = tx.ExecContext(ctx, `INSERT INTO orders (id, qty, placed_at) VALUES (?, ?, ?)`,
+				o.ID, o.Qty, time.Now().UnixMilli())
+			return err
+		})
 		switch {
 		case errors.Is(err, leaseq.ErrDuplicate):
 			http.Error(w, err.Error(), http.StatusConflict)
@@ -127,8 +146,22 @@ func enqueueHandler(q *leaseq.Queue) http.Handler {
 	return mux
 }
 
+// createTables makes the service's own tables: the orders it took, and the
+// deliveries its workers recorded, each with the token of the claim that
+// finished it.
+func createTables(ctx context.Context, tx leaseq.Tx) error {
+	_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS orders (
+		id TEXT PRIMARY KEY, qty INTEGER NOT NULL, placed_at INTEGER NOT NULL)`)
+	if err == nil {
+		_, err = tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS deliveries (
+			order_id TEXT PRIMARY KEY, token INTEGER NOT NULL, delivered_at INTEGER NOT NULL)`)
+	}
+	return err
+}
+
 // deliverer sends orders to the receiver.
 type deliverer struct {
+	q      *leaseq.Queue
 	url    string
 	client *http.Client
 }
@@ -150,7 +183,7 @@ func (d *deliverer) deliver(ctx context.Context, c leaseq.Claim) error {
 	io.Copy(io.Discard, resp.Body)
 	switch {
 	case resp.StatusCode < 300:
-		return nil
+		return d.recordDelivery(ctx, c)
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
 		secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
 		return leaseq.RetryAfter(time.Duration(secs)*time.Second, fmt.Errorf("receiver: %s", resp.Status))
@@ -159,6 +192,26 @@ func (d *deliverer) deliver(ctx context.Context, c leaseq.Claim) error {
 	default:
 		return fmt.Errorf("receiver: %s", resp.Status)
 	}
+}
+
+// recordDelivery writes the delivery in the service's table and finishes
+// the job, in one transaction: refused (the lease was lost, and another
+// worker may have the order now), nothing is recorded, and the handler
+// says so.
+func (d *deliverer) recordDelivery(ctx context.Context, c leaseq.Claim) error {
+	ok, err := d.q.FinishTx(ctx, c, func(ctx context.Context, tx leaseq.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO deliveries (order_id, token, delivered_at) VALUES (?, ?, ?)
+			ON CONFLICT (order_id) DO UPDATE SET token = excluded.token, delivered_at = excluded.delivered_at`,
+			c.ID, c.Token, time.Now().UnixMilli())
+		return err
+	})
+	switch {
+	case err != nil:
+		return err // not recorded: retried after the backoff, the receiver de-duplicates
+	case !ok:
+		return leaseq.ErrLeaseLost
+	}
+	return nil // finished: Work writes nothing more
 }
 
 // hostOwner names this worker in the queue's rows and logs.

@@ -84,4 +84,12 @@ func TestOrdersEndToEnd(t *testing.T) {
 	if err != nil || s.Status != leaseq.StatusDone {
 		t.Fatalf("order-7: %+v %v, want done", s, err)
 	}
+	var orders int
+	var token int64
+	if err := db.QueryRow(`SELECT count(*) FROM orders`).Scan(&orders); err != nil || orders != 1 {
+		t.Fatalf("orders: %d %v, want order-7 alone", orders, err)
+	}
+	if err := db.QueryRow(`SELECT token FROM deliveries WHERE order_id = ?`, "order-7").Scan(&token); err != nil || token != s.Token {
+		t.Fatalf("delivery of order-7: token %d %v, want the finishing claim's %d", token, err, s.Token)
+	}
 }

@@ -96,6 +96,17 @@ type Engine interface {
 	Wakers() *Wakers
 	// Release ends one Queue's use of the engine (Queue.Close).
 	Release()
+
+	// Rules 43–47: the service's transactions (InTx, FinishTx; tx.go).
+
+	// TxRun runs p.Fn on a transaction of the engine's database, with
+	// p.Finish fenced around it if set, and commits it: on SQLite in the
+	// writer's turn, shared with other calls, p.Fn in a savepoint of its
+	// own; on PostgreSQL in a transaction of its own. A transaction that
+	// failed as a whole is run again, p.Fn with it. p.Fn's error and a
+	// refused Finish are the outcome, with nothing of p.Fn kept; an error
+	// is the transaction's.
+	TxRun(ctx context.Context, p TxRunParams) (TxOutcome, error)
 }
 
 // TimeSource is a clock (leaseq.Clock has this method).

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"sync"
@@ -107,6 +108,12 @@ type group struct {
 	// answered counts the calls answered in the committer's current round,
 	// for the next round's gather.
 	answered int
+	// waited is the SQLITE_BUSY the committer's last try met, until a
+	// transaction commits: what a caller that leaves the list waited for
+	// (rule 47 in docs/rules.md). locking: the committer is beginning a
+	// transaction, which waits for the lock.
+	waited  error
+	locking bool
 }
 
 // grouped reports whether a call of q that share allows to share its
@@ -152,8 +159,12 @@ func (g *group) join(e *Engine, op *groupOp) (any, error) {
 	g.mu.Lock()
 	if op.state == opWaiting {
 		op.state = opLeft // the committer skips it
+		waited, locking := g.waited, g.locking
 		g.mu.Unlock()
-		return nil, op.ctx.Err()
+		if waited != nil || locking {
+			return nil, lockWaitError(op.ctx.Err(), waited)
+		}
+		return nil, fmt.Errorf("waiting in line for a shared commit of this process's writer, busy with other calls: %w", op.ctx.Err())
 	}
 	g.mu.Unlock()
 	<-op.done
@@ -213,8 +224,14 @@ func (e *Engine) commitGroup() int {
 	ops, err := writeTx(context.Background(), e, write[[]*groupOp]{ // see "Contexts" above
 		idle: g.idle,
 		run:  g.runReady,
-		busy: func(ops []*groupOp) bool { g.putBack(ops); return g.hasWaiting() },
+		busy: func(ops []*groupOp, err error) bool { g.putBack(ops); g.sawBusy(err); return g.hasWaiting() },
 	})
+	g.mu.Lock()
+	g.locking = false
+	if !isBusy(err) {
+		g.waited = nil // the lock was had, or the error is another
+	}
+	g.mu.Unlock()
 	switch {
 	case errors.Is(err, errIdle), isBusy(err):
 		// Nobody ready, or everyone left while the lock was busy: the
@@ -242,13 +259,20 @@ func (g *group) idle(ctx context.Context, db engine.Execer) (bool, error) {
 	if _, err := g.answerIdle(ctx, db); err != nil {
 		return false, err
 	}
-	return !g.hasReady(), nil
+	idle := !g.hasReady()
+	g.mu.Lock()
+	g.locking = !idle // BEGIN IMMEDIATE comes next
+	g.mu.Unlock()
+	return idle, nil
 }
 
 // runReady is the group's transaction: it takes the calls that may join,
 // runs them, and ends the transaction with errRegroup when a call that ran
 // has a context that ended since.
 func (g *group) runReady(ctx context.Context, tx engine.Execer) ([]*groupOp, error) {
+	g.mu.Lock()
+	g.locking = false // the lock is held
+	g.mu.Unlock()
 	ops := g.takeReady()
 	if err := runOps(ctx, tx, ops); err != nil {
 		return ops, err
@@ -438,6 +462,14 @@ func (g *group) deliver(ops []*groupOp, txErr error) int {
 	}
 	g.answered += len(ops)
 	return len(ops)
+}
+
+// sawBusy records what the committer's last try met: err, SQLITE_BUSY, or
+// nil once a transaction committed.
+func (g *group) sawBusy(err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.waited, g.locking = err, false
 }
 
 // hasReady reports whether a waiting call may join a transaction now.

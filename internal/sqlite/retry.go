@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -23,19 +24,31 @@ const (
 	busyDelayMax = 16 * time.Millisecond
 )
 
-// backoff is the wait between the tries of one retried operation.
-type backoff struct{ delay time.Duration }
+// backoff is the wait between the tries of one retried operation. waited
+// is the last SQLITE_BUSY of its tries, and locking says that a try waited
+// for the file's write lock when ctx ended, for the error then (rule 47 in
+// docs/rules.md).
+type backoff struct {
+	delay   time.Duration
+	waited  error
+	locking bool
+}
 
 // done decides after a try that ended with err: stop with nil on success,
 // with ctx's error once ctx is done (not the interrupt or lock error it
 // caused), with err when again says no to it; otherwise it sleeps, capped
 // and jittered, and says to try again.
 func (b *backoff) done(ctx context.Context, err error, again func(error) bool) (bool, error) {
+	if isBusy(err) {
+		b.waited = err
+	}
 	switch {
 	case err == nil:
 		return true, nil
+	case ctx.Err() != nil && errors.As(err, new(*turnWait)) && b.waited == nil:
+		return true, err // it says what it waited for
 	case ctx.Err() != nil:
-		return true, ctx.Err()
+		return true, b.ctxErr(ctx)
 	case !again(err):
 		return true, err
 	}
@@ -47,7 +60,7 @@ func (b *backoff) done(ctx context.Context, err error, again func(error) bool) (
 	select {
 	case <-t.C:
 	case <-ctx.Done():
-		return true, ctx.Err()
+		return true, b.ctxErr(ctx)
 	}
 	b.delay = min(2*b.delay, busyDelayMax)
 	return false, nil
@@ -85,4 +98,26 @@ func isBusy(err error) bool {
 func isCode(err error, code int) bool {
 	var se *sqlite.Error
 	return errors.As(err, &se) && se.Code() == code
+}
+
+// ctxErr is ctx's error as the answer of the operation, saying that it
+// waited for the write lock if it did (rule 47).
+func (b *backoff) ctxErr(ctx context.Context) error {
+	if b.waited == nil && !b.locking {
+		return ctx.Err()
+	}
+	return lockWaitError(ctx.Err(), b.waited)
+}
+
+// lockWaitError is the error of a call whose context ended, cause, while
+// it waited for the file's write lock, whose last refusal was lockErr (nil:
+// none yet, the first wait was cut short): both are wrapped, so errors.Is
+// finds the context's error and errors.As the driver's (rule 47).
+func lockWaitError(cause, lockErr error) error {
+	const why = "waiting for the database's write lock, which another connection holds " +
+		"(a transaction of the caller's own, an open *sql.Rows, another process)"
+	if lockErr == nil {
+		return fmt.Errorf("%s: %w", why, cause)
+	}
+	return fmt.Errorf("%s: %w (%w)", why, cause, lockErr)
 }

@@ -56,13 +56,13 @@ type idleFunc = txFunc[bool]
 var errIdle = errors.New("leaseq: nothing to do")
 
 // write is what writeTx runs: run in the transaction, after idle (if set)
-// found work. busy, if set, is handed the result of each try that failed
-// with SQLITE_BUSY, before the next; false ends the retries with that
-// error (the group commit puts its calls back in the list there).
+// found work. busy, if set, is handed the result and the error of each try
+// that failed with SQLITE_BUSY, before the next; false ends the retries
+// with that error (the group commit puts its calls back in the list there).
 type write[T any] struct {
 	idle idleFunc
 	run  txFunc[T]
-	busy func(T) bool
+	busy func(T, error) bool
 }
 
 // writeTx runs w in one BEGIN IMMEDIATE transaction as the engine's only
@@ -85,13 +85,15 @@ func writeTx[T any](ctx context.Context, e *Engine, w write[T]) (T, error) {
 			if before, err = wc.begin(ctx); err == nil {
 				v, err = w.run(ctx, wc)
 				err = wc.end(ctx, before, err)
+			} else if ctx.Err() != nil {
+				b.locking = true // BEGIN IMMEDIATE waits for nothing but the lock
 			}
 			err = e.fileGone(err)
 		}
 		if wc != nil {
 			e.leaveTurn(wc)
 		}
-		if isBusy(err) && w.busy != nil && !w.busy(v) {
+		if isBusy(err) && w.busy != nil && !w.busy(v, err) {
 			return v, err
 		}
 		if stop, err := b.done(ctx, err, isBusy); stop {
@@ -116,7 +118,7 @@ func (e *Engine) takeTurn(ctx context.Context) (*writeConn, error) {
 	select {
 	case e.writer <- struct{}{}:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, &turnWait{ctx.Err()}
 	}
 	wc, err := e.writeConn(ctx)
 	if err != nil {
@@ -124,6 +126,17 @@ func (e *Engine) takeTurn(ctx context.Context) (*writeConn, error) {
 	}
 	return wc, err
 }
+
+// turnWait is the error of a call whose context ended while it waited for
+// the writer's turn (rule 47 in docs/rules.md).
+type turnWait struct{ cause error }
+
+func (w *turnWait) Error() string {
+	return "waiting for this process's writer turn on the database, which another call holds " +
+		"(an InTx function, or a transaction waiting for the write lock): " + w.cause.Error()
+}
+
+func (w *turnWait) Unwrap() error { return w.cause }
 
 // leaveTurn keeps wc pinned for the next transaction, or gives it back, and
 // ends the writer's turn. A connection abort threw away is closed already;

@@ -1,0 +1,107 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/leaseq/leaseq/internal/engine"
+)
+
+// TxRun runs p.Fn, and p.Finish around it, in the writer's turn (rule 43 in
+// docs/rules.md): with group commit on, as one call of a shared
+// transaction, inside a savepoint of its own; alone, in a transaction of
+// its own. A transaction that fails as a whole (SQLITE_BUSY, at COMMIT
+// most often) is run again, Fn with it. Fn gets ctx; its statements run on
+// the transaction's context (see engine.Tx).
+func (e *Engine) TxRun(ctx context.Context, p engine.TxRunParams) (engine.TxOutcome, error) {
+	body := func(run context.Context, tx engine.Execer) (engine.TxOutcome, error) {
+		return e.fnTx(ctx, run, tx, p)
+	}
+	if grouped(p.Queue, engine.ShareCalls) {
+		return groupTx(ctx, e, p.Queue, nil, body)
+	}
+	return writeTx(ctx, e, write[engine.TxOutcome]{run: body})
+}
+
+// fnTx is one try of TxRun in tx, whose statements run on run: the
+// savepoint, the fence checked (FinishTx), Fn, the Finish. Fn's error and
+// a refused fence roll back to the savepoint and are the call's outcome,
+// not the transaction's error, so that the other calls of a shared
+// transaction commit; an error of the savepoint's own statements, or a
+// busy Fn, fails the transaction.
+func (e *Engine) fnTx(ctx, run context.Context, tx engine.Execer, p engine.TxRunParams) (engine.TxOutcome, error) {
+	if _, err := tx.ExecContext(run, stmt("tx_savepoint")); err != nil {
+		return engine.TxOutcome{}, err
+	}
+	if p.Finish != nil {
+		ok, err := fenceHolds(run, tx, p.Queue, *p.Finish)
+		if err != nil || !ok {
+			return undoFn(run, tx, engine.TxOutcome{Refused: true}, err)
+		}
+	}
+	t := engine.NewTx(run, tx, e.dbh, insertSaved(p.Queue.Name))
+	err := p.Fn(ctx, t)
+	_, closeErr := t.End()
+	switch {
+	case isBusy(err):
+		return engine.TxOutcome{}, err // the whole transaction is tried again
+	case err != nil:
+		return undoFn(run, tx, engine.TxOutcome{FnErr: err}, closeErr)
+	case closeErr != nil:
+		return engine.TxOutcome{}, closeErr
+	}
+	if p.Finish != nil {
+		r, err := fencedTx(run, tx, p.Queue.Name, *p.Finish, p.Queue.Clock.Now())
+		if err != nil || !r.OK {
+			return undoFn(run, tx, engine.TxOutcome{Refused: true}, err)
+		}
+	}
+	_, err = tx.ExecContext(run, stmt("tx_savepoint_release"))
+	return engine.TxOutcome{}, err
+}
+
+// fenceHolds reports whether f's fence matches its row now (fence_check).
+func fenceHolds(ctx context.Context, tx engine.Execer, q engine.Queue, f engine.Fenced) (bool, error) {
+	var until int64
+	err := tx.QueryRowContext(ctx, stmt("fence_check"), q.Name, f.ID, f.Owner, f.Token, q.Clock.Now()).Scan(&until)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// undoFn rolls back to Fn's savepoint and answers out, unless cause (a
+// statement's error, which may have ended the transaction) or the rollback
+// fails: then the transaction fails.
+func undoFn(run context.Context, tx engine.Execer, out engine.TxOutcome, cause error) (engine.TxOutcome, error) {
+	if cause != nil {
+		return engine.TxOutcome{}, cause
+	}
+	if _, err := tx.ExecContext(run, stmt("tx_savepoint_rollback")); err != nil {
+		return engine.TxOutcome{}, err
+	}
+	if _, err := tx.ExecContext(run, stmt("tx_savepoint_release")); err != nil {
+		return engine.TxOutcome{}, err
+	}
+	return out, nil
+}
+
+// insertSaved is Tx.Insert for queue: the jobs under a savepoint (that of
+// EnqueueTx), all or none, with the transaction going on after an error.
+func insertSaved(queue string) func(ctx context.Context, tx engine.Execer, jobs []engine.JobRow) (int, error) {
+	return func(ctx context.Context, tx engine.Execer, jobs []engine.JobRow) (int, error) {
+		if _, err := tx.ExecContext(ctx, stmt("savepoint")); err != nil {
+			return -1, err
+		}
+		for i, j := range jobs {
+			if err := insert(ctx, tx, queue, j); err != nil {
+				_, rbErr := tx.ExecContext(ctx, stmt("savepoint_rollback"))
+				_, relErr := tx.ExecContext(ctx, stmt("savepoint_release"))
+				return i, errors.Join(err, rbErr, relErr)
+			}
+		}
+		_, err := tx.ExecContext(ctx, stmt("savepoint_release"))
+		return -1, err
+	}
+}

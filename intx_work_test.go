@@ -1,0 +1,157 @@
+package leaseq_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leaseq/leaseq"
+)
+
+// Work with the service's transactions: a handler that settles its job
+// with FinishTx (rule 46), and the wake-ups after InTx, FinishTx and
+// EnqueueTx (rule 45). These tests look at the pool's goroutines, so they
+// run on each engine in turn (forEnginesInTurn).
+
+// TestWorkHandlerFinishTx: a handler that finished its job with FinishTx
+// and returns nil gets nothing more written and nothing logged above
+// Debug, though it runs on past its lease's end: its heartbeats stopped
+// with the finish, and no lease timer fires.
+func TestWorkHandlerFinishTx(t *testing.T) { forEnginesInTurn(t, testWorkHandlerFinishTx) }
+
+func testWorkHandlerFinishTx(t *testing.T, eng testEngine) {
+	path := eng.fresh(t)
+	q := openQueue(t, eng, path)
+	f := &fixture{t: t, ctx: context.Background(), e: eng, db: q.DB(), q: q}
+	f.createOrders()
+	mustEnqueue(t, q, leaseq.Job{ID: "ok"}, leaseq.Job{ID: "err-after"})
+	sink, logger := newLogSink()
+	const lease = 200 * time.Millisecond
+	type result struct {
+		id       string
+		ok       bool
+		err      error
+		cause    error
+		finished time.Time
+	}
+	results := make(chan result, 2)
+	runWork(t, q, leaseq.WorkerOptions{Owner: "w", Lease: lease, Heartbeat: lease / 10, Concurrency: 2, Logger: logger},
+		func(ctx context.Context, c leaseq.Claim) error {
+			if strings.HasPrefix(c.ID, "next-") {
+				return nil // the next step, finished as usual
+			}
+			ok, err := q.FinishTx(ctx, c, f.placeOrder("order-"+c.ID, "next-"+c.ID))
+			// Run on until well past the lease's end: a heartbeat that went
+			// on would be refused, and the lease timer would fire, each
+			// with a warning and the context ended.
+			past := c.LeaseUntil.Add(3 * lease)
+			for time.Now().Before(past) && ctx.Err() == nil {
+				time.Sleep(lease / 10)
+			}
+			results <- result{c.ID, ok, err, context.Cause(ctx), time.Now()}
+			if c.ID == "err-after" {
+				return errors.New("after the finish")
+			}
+			return nil
+		})
+	for range 2 {
+		r := waitFor(t, results, "the handlers")
+		if !r.ok || r.err != nil || r.cause != nil {
+			t.Fatalf("%s: FinishTx %v %v, handler context ended by %v", r.id, r.ok, r.err, r.cause)
+		}
+	}
+	sink.waitFor(t, "the error after the finish at Warn", record(slog.LevelWarn, "after FinishTx finished its job", "err-after"))
+	sink.waitFor(t, "the finish at Debug", record(slog.LevelDebug, "finished", "ok"))
+	for _, e := range sink.all(func(e logEntry) bool { return e.level > slog.LevelDebug }) {
+		if e.str("job") != "err-after" || e.level != slog.LevelWarn {
+			t.Errorf("logged above Debug: %v", e)
+		}
+	}
+	for _, id := range []string{"ok", "err-after"} {
+		s := mustGet(t, q, id)
+		if s.Status != leaseq.StatusDone || s.Token != 1 || s.Attempts != 1 {
+			t.Errorf("%s: %+v, want done by its one claim", id, s)
+		}
+		if n := mustGet(t, q, "next-"+id); n.Status == "" {
+			t.Errorf("next-%s missing", id)
+		}
+	}
+	if got := f.orders(); got != "order-err-after,order-ok" {
+		t.Fatalf("orders %q", got)
+	}
+}
+
+// TestWorkWakesAfterTx: jobs enqueued in InTx and FinishTx wake an idle
+// pool once their transaction commits, and so does EnqueueTx's job when
+// the caller commits a moment after it returned (rule 45); the pool looks
+// only once an hour on its own.
+func TestWorkWakesAfterTx(t *testing.T) { forEnginesInTurn(t, testWorkWakesAfterTx) }
+
+func testWorkWakesAfterTx(t *testing.T, eng testEngine) {
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		// prepare runs before Work starts; it returns the call that makes
+		// job "x" claimable, which returns once "x" is committed.
+		prepare func(t *testing.T, q *leaseq.Queue) func() error
+	}{
+		{"InTx", func(t *testing.T, q *leaseq.Queue) func() error {
+			return func() error {
+				return q.InTx(ctx, func(ctx context.Context, tx leaseq.Tx) error { return tx.Enqueue(ctx, leaseq.Job{ID: "x"}) })
+			}
+		}},
+		{"FinishTx", func(t *testing.T, q *leaseq.Queue) func() error {
+			mustEnqueue(t, q, leaseq.Job{ID: "first"})
+			c, ok, err := q.Claim(ctx, "other", time.Hour)
+			if !ok || err != nil {
+				t.Fatal(ok, err)
+			}
+			return func() error {
+				ok, err := q.FinishTx(ctx, c, func(ctx context.Context, tx leaseq.Tx) error { return tx.Enqueue(ctx, leaseq.Job{ID: "x"}) })
+				if !ok || err != nil {
+					return fmt.Errorf("FinishTx: %v %v", ok, err)
+				}
+				return nil
+			}
+		}},
+		{"EnqueueTx committed 50ms after", func(t *testing.T, q *leaseq.Queue) func() error {
+			return func() error {
+				tx, err := q.DB().BeginTx(ctx, nil)
+				if err != nil {
+					return err
+				}
+				if err := q.EnqueueTx(ctx, tx, leaseq.Job{ID: "x"}); err != nil {
+					tx.Rollback()
+					return err
+				}
+				time.Sleep(50 * time.Millisecond) // the caller's other work, inside the look-again window
+				return tx.Commit()
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			q := realQueue(t, eng)
+			wake := tc.prepare(t, q)
+			started := make(chan time.Time, 2)
+			runWork(t, q, leaseq.WorkerOptions{Owner: "w", PollInterval: time.Hour},
+				func(_ context.Context, c leaseq.Claim) error {
+					if c.ID == "x" {
+						started <- time.Now()
+					}
+					return nil
+				})
+			waitParked(t)
+			if err := wake(); err != nil {
+				t.Fatal(err)
+			}
+			committed := time.Now()
+			at := waitWithin(t, started, 5*time.Second, "the handler to start after the commit")
+			t.Logf("started %v after the commit", at.Sub(committed))
+		})
+	}
+}
