@@ -49,6 +49,8 @@ func (readOnlyEngine) JobPurgeChunk(context.Context, engine.JobPurgeChunkParams)
 	return 0, errReadOnly()
 }
 
+func (readOnlyEngine) QueuePause(context.Context, engine.QueuePauseParams) error { return errReadOnly() }
+
 // ReadOnly reports whether the queue was made with [Options.ReadOnly].
 func (q *Queue) ReadOnly() bool {
 	_, ok := q.e.(readOnlyEngine)

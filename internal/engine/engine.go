@@ -96,6 +96,15 @@ type Engine interface {
 	Wakers() *Wakers
 	// Release ends one Queue's use of the engine (Queue.Close).
 	Release()
+
+	// Rules 54 and 56: Pause, and what one process does reaching the
+	// others.
+
+	// QueuePause stores that a queue is paused, or no longer (Pause,
+	// Resume), at once for every process: each claim path reads it.
+	QueuePause(ctx context.Context, p QueuePauseParams) error
+	// QueuePaused reads whether a queue is paused (Stats.Paused).
+	QueuePaused(ctx context.Context, queue string) (bool, error)
 }
 
 // TimeSource is a clock (leaseq.Clock has this method).
