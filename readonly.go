@@ -49,7 +49,9 @@ func (readOnlyEngine) JobPurgeChunk(context.Context, engine.JobPurgeChunkParams)
 	return 0, errReadOnly()
 }
 
-func (readOnlyEngine) QueuePause(context.Context, engine.QueuePauseParams) error { return errReadOnly() }
+func (readOnlyEngine) QueuePause(context.Context, engine.QueuePauseParams) error {
+	return errReadOnly()
+}
 
 // ReadOnly reports whether the queue was made with [Options.ReadOnly].
 func (q *Queue) ReadOnly() bool {
