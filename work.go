@@ -158,6 +158,7 @@ func (q *Queue) Work(ctx context.Context, opts WorkerOptions, h Handler) error {
 	}
 	p := newPool(ctx, q, opts.withDefaults(), h)
 	defer p.stop(nil)
+	defer q.watchStart()() // rule 56: other processes' changes wake the pool
 	err := p.run(ctx)
 	if err != nil {
 		p.stop(err) // no result can be recorded: stop the handlers at once

@@ -105,6 +105,12 @@ type Engine interface {
 	QueuePause(ctx context.Context, p QueuePauseParams) error
 	// QueuePaused reads whether a queue is paused (Stats.Paused).
 	QueuePaused(ctx context.Context, queue string) (bool, error)
+	// WatchStart has the engine pass other processes' changes to its
+	// Wakers (Remote) while at least one caller has not called the stop
+	// it returned: a running Work pool. SQLite looks at the file's change
+	// counter every WatchInterval, without a lock; PostgreSQL listens
+	// through p.Listener, and without one does nothing (pools poll).
+	WatchStart(p WatchParams) (stop func())
 }
 
 // TimeSource is a clock (leaseq.Clock has this method).

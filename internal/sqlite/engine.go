@@ -48,6 +48,8 @@ type Engine struct {
 	reads   map[string]*sql.Stmt
 	// ident is the database's main file (EnqueueTx; see DatabaseForeign).
 	ident identity
+	// watch finds other processes' commits while a pool runs (watch.go).
+	watch watcher
 }
 
 var (
