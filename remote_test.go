@@ -68,9 +68,6 @@ func TestChildRemote(t *testing.T) {
 // PostgreSQL queue needs to hear other processes, and where it is.
 func remoteQueue(t *testing.T, eng testEngine) (*leaseq.Queue, string) {
 	t.Helper()
-	if eng.name == "postgres" {
-		t.Skip("PostgreSQL's notifications are not built yet")
-	}
 	where := eng.fresh(t)
 	db := eng.open(t, where)
 	q, err := leaseq.New(context.Background(), db, leaseq.Options{Listener: testListener(t, eng, where)})

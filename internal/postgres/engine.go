@@ -29,6 +29,9 @@ type Engine struct {
 	// ident tells the database apart from others (EnqueueTx; see
 	// DatabaseForeign).
 	ident identity
+	// notify and listens carry changes between processes (notify.go).
+	notify  notifier
+	listens listens
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -48,6 +51,7 @@ func New(db *sql.DB) *Engine {
 	if e == nil {
 		e = &Engine{db: db}
 		e.serverNow = &serverClock{e: e}
+		e.wake.SetAnnounce(e.announce) // rule 56 (notify.go)
 		engines[db] = e
 	}
 	e.queues++
@@ -67,7 +71,9 @@ func Handles(ctx context.Context, db *sql.DB) (ok bool, version string, err erro
 }
 
 // Release ends one Queue's use of the engine; the last one forgets it.
+// It first sends the notifications announced so far (notify.go).
 func (e *Engine) Release() {
+	e.flushNotifications()
 	enginesMu.Lock()
 	defer enginesMu.Unlock()
 	if e.queues--; e.queues == 0 {

@@ -30,6 +30,3 @@ func (e *Engine) QueuePaused(ctx context.Context, queue string) (bool, error) {
 		return paused, err
 	})
 }
-
-// WatchStart does nothing yet: pools poll.
-func (e *Engine) WatchStart(engine.WatchParams) (stop func()) { return func() {} }

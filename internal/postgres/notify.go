@@ -1,0 +1,135 @@
+package postgres
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/leaseq/leaseq/internal/engine"
+)
+
+// notifyWait bounds one notification's statement: a server that does not
+// answer delays other processes' wake-ups, never this one's calls.
+const notifyWait = 5 * time.Second
+
+// notifier sends the notifications of rule 56: announce marks a queue as
+// changed, and one goroutine at a time sends a NOTIFY for each queue
+// marked since its last one. While a NOTIFY is under way the changes of
+// many calls gather into the next, so a burst of Enqueues costs a few
+// notifications, not one each, and no commit of the queue's own waits for
+// NOTIFY's lock.
+type notifier struct {
+	mu      sync.Mutex
+	dirty   map[string]bool
+	sending bool
+	idle    *sync.Cond // broadcast when the sender stops
+}
+
+// cond is n.idle, made on first use; n.mu is held.
+func (n *notifier) cond() *sync.Cond {
+	if n.idle == nil {
+		n.idle = sync.NewCond(&n.mu)
+	}
+	return n.idle
+}
+
+// flushNotifications waits until the notifications announced so far are
+// sent: the last Queue to close does, so that a process that enqueues and
+// exits still wakes the others.
+func (e *Engine) flushNotifications() {
+	n := &e.notify
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for n.sending {
+		n.cond().Wait()
+	}
+}
+
+// announce marks queue changed and starts the sender if none runs.
+func (e *Engine) announce(queue string) {
+	n := &e.notify
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.dirty == nil {
+		n.dirty = make(map[string]bool)
+	}
+	n.dirty[queue] = true
+	if !n.sending {
+		n.sending = true
+		go e.sendNotifications()
+	}
+}
+
+// sendNotifications sends what announce marked until nothing is left. A
+// failed NOTIFY is dropped: the pools it would have woken still poll.
+func (e *Engine) sendNotifications() {
+	n := &e.notify
+	for {
+		n.mu.Lock()
+		dirty := n.dirty
+		n.dirty = nil
+		if len(dirty) == 0 {
+			n.sending = false
+			n.cond().Broadcast()
+			n.mu.Unlock()
+			return
+		}
+		n.mu.Unlock()
+		for queue := range dirty {
+			ctx, cancel := context.WithTimeout(context.Background(), notifyWait)
+			e.db.ExecContext(ctx, stmt("notify"), engine.NotifyChannel, queue)
+			cancel()
+		}
+	}
+}
+
+// listens are the engine's subscriptions to Listeners, one per Listener
+// however many pools run on it.
+type listens struct {
+	mu   sync.Mutex
+	subs map[engine.Listener]*listen
+}
+
+type listen struct {
+	users int
+	stop  func()
+}
+
+// WatchStart listens through p.Listener while any caller has not stopped;
+// without a Listener the pools poll, and it does nothing. A notification
+// names the queue that changed; "" (the Listener reconnected) wakes every
+// pool once, since notifications may have been missed.
+func (e *Engine) WatchStart(p engine.WatchParams) (stop func()) {
+	if p.Listener == nil {
+		return func() {}
+	}
+	ls := &e.listens
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.subs == nil {
+		ls.subs = make(map[engine.Listener]*listen)
+	}
+	l := ls.subs[p.Listener]
+	if l == nil {
+		l = &listen{stop: p.Listener.Listen(engine.NotifyChannel, e.wake.Remote)}
+		ls.subs[p.Listener] = l
+	}
+	l.users++
+	var once sync.Once
+	return func() { once.Do(func() { ls.leave(p.Listener) }) }
+}
+
+// leave ends one caller's use of the Listener l; the last one
+// unsubscribes.
+func (ls *listens) leave(l engine.Listener) {
+	ls.mu.Lock()
+	sub := ls.subs[l]
+	sub.users--
+	if sub.users == 0 {
+		delete(ls.subs, l)
+	}
+	ls.mu.Unlock()
+	if sub.users == 0 {
+		sub.stop()
+	}
+}
