@@ -1,7 +1,9 @@
 package leaseq_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/leaseq/leaseq"
 	"github.com/leaseq/leaseq/pgxlisten"
@@ -18,4 +20,42 @@ func testListener(t *testing.T, eng testEngine, where string) leaseq.Listener {
 	l := pgxlisten.New(where)
 	t.Cleanup(func() { l.Close() })
 	return l
+}
+
+// TestRemoteListenerReconnects: the Listener's connection killed under a
+// running pool (pg_terminate_backend) loses nothing: a job enqueued by
+// another process while it reconnects is started once it is back (the
+// pool looks once after every reconnect), and so is one enqueued after.
+func TestRemoteListenerReconnects(t *testing.T) {
+	where := postgresEngine.fresh(t)
+	db := postgresEngine.open(t, where)
+	l := pgxlisten.New(where)
+	t.Cleanup(func() { l.Close() })
+	q, err := leaseq.New(context.Background(), db, leaseq.Options{Listener: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	started := make(chan string, 4)
+	runWork(t, q, leaseq.WorkerOptions{Owner: "w", PollInterval: time.Hour},
+		func(_ context.Context, c leaseq.Claim) error {
+			started <- c.ID
+			return nil
+		})
+	waitUntil(t, 20*time.Second, "the Listener to connect", func() bool { return l.PID() != 0 })
+	waitParked(t)
+	pid := l.PID()
+	if _, err := db.Exec("SELECT pg_terminate_backend($1)", int64(pid)); err != nil {
+		t.Fatal(err)
+	}
+	remoteDo(t, postgresEngine, where, "enqueue:during")
+	if got := waitWithin(t, started, 30*time.Second, "a job enqueued while the Listener reconnected"); got != "during" {
+		t.Fatalf("started %s, want during", got)
+	}
+	waitUntil(t, 30*time.Second, "the Listener to reconnect", func() bool { return l.PID() != 0 && l.PID() != pid })
+	waitParked(t)
+	remoteDo(t, postgresEngine, where, "enqueue:after")
+	if got := waitWithin(t, started, 30*time.Second, "a job enqueued after the Listener reconnected"); got != "after" {
+		t.Fatalf("started %s, want after", got)
+	}
 }
