@@ -2,6 +2,7 @@ package leaseq_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -135,5 +136,31 @@ func testRemotePause(t *testing.T, eng testEngine) {
 	remoteDo(t, eng, where, "resume")
 	if id := waitWithin(t, started, 20*time.Second, "another process's Resume to wake the pool"); id != "held" {
 		t.Fatalf("started %s after Resume, want held", id)
+	}
+}
+
+// TestRemoteCancel: a Cancel made by another process ends the handler of
+// the job in this one with ErrLeaseLost at once, not at its next heartbeat
+// (the lease is an hour, a heartbeat every 20 minutes).
+func TestRemoteCancel(t *testing.T) { forEnginesInTurn(t, testRemoteCancel) }
+
+func testRemoteCancel(t *testing.T, eng testEngine) {
+	q, where := remoteQueue(t, eng)
+	mustEnqueue(t, q, leaseq.Job{ID: "a"})
+	started, cause := make(chan struct{}), make(chan error, 1)
+	runWork(t, q, leaseq.WorkerOptions{Owner: "w", Lease: time.Hour, PollInterval: time.Hour},
+		func(ctx context.Context, c leaseq.Claim) error {
+			close(started)
+			<-ctx.Done()
+			cause <- context.Cause(ctx)
+			return ctx.Err()
+		})
+	waitFor(t, started, "the handler to start")
+	remoteDo(t, eng, where, "cancel:a")
+	if err := waitWithin(t, cause, 20*time.Second, "the handler's context to end after another process's Cancel"); !errors.Is(err, leaseq.ErrLeaseLost) {
+		t.Fatalf("the handler's context ended with %v, want ErrLeaseLost", err)
+	}
+	if s := mustGet(t, q, "a"); s.Status != leaseq.StatusQuarantined || s.Reason != "cancelled by another process" {
+		t.Fatalf("job %s; want quarantined by the Cancel", fmtState(s))
 	}
 }

@@ -4,20 +4,21 @@ import (
 	"encoding/binary"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/leaseq/leaseq/internal/engine"
 )
 
-// watcher finds other processes' commits while a pool runs (rule 56): it
-// reads the file change counter (bytes 24-27 of the header, which every
-// commit in a rollback journal advances) straight from the file every
-// engine.WatchInterval. A read of four bytes with pread takes no SQLite
-// lock, so it never holds up a writer and costs a syscall; a read through
-// SQLite (PRAGMA data_version) would take the shared lock each time. A
-// change wakes every waiting pool of the engine's database: the counter
-// does not say which queue changed, and this process's own commits change
-// it too, which costs a waiting pool one idle check.
+// watcher finds other processes' commits while a pool runs (rule 56). On
+// Linux the kernel tells it (inotify, watch_linux.go): a commit in a
+// rollback journal writes the database file, and an idle pool costs
+// nothing until one does. Elsewhere it reads the file change counter
+// (bytes 24-27 of the header, which every commit advances) straight from
+// the file every pollInterval (watch_poll.go): a pread of four bytes takes
+// no SQLite lock, where PRAGMA data_version would take the shared lock each
+// time. Either way a change wakes every waiting pool of the engine's
+// database, at most once per engine.WatchInterval: the file does not say
+// which queue changed, and this process's own commits change it too, which
+// costs a waiting pool one idle check.
 type watcher struct {
 	mu    sync.Mutex
 	users int
@@ -52,38 +53,6 @@ func (w *watcher) leave() {
 	if stop != nil {
 		close(stop)
 		<-done
-	}
-}
-
-// watchFile reads the counter every WatchInterval until stop closes and
-// wakes the waiting pools when it changed. A counter it could not read
-// (the file gone or not written yet) is looked for again at the next tick;
-// once it is read again the pools are woken, as a change may have been
-// missed.
-func (e *Engine) watchFile(stop, done chan struct{}) {
-	defer close(done)
-	tick := time.NewTicker(engine.WatchInterval)
-	defer tick.Stop()
-	var f fileCounter
-	defer f.close()
-	last, known, first := uint32(0), false, true
-	for {
-		select {
-		case <-stop:
-			return
-		case <-tick.C:
-		}
-		c, err := f.read(e.file)
-		switch {
-		case err != nil:
-			known = false
-		case !known && first, known && c == last:
-		default:
-			e.wake.Remote("")
-		}
-		if err == nil {
-			last, known, first = c, true, false
-		}
 	}
 }
 
