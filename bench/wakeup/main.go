@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,11 +33,17 @@ var (
 	gap    = flag.Duration("gap", 20*time.Millisecond, "time between two enqueues")
 	idle   = flag.Duration("idle", 10*time.Second, "span over which the idle pool's CPU is measured")
 	listen = flag.Bool("listen", true, "PostgreSQL: give the pool a pgxlisten.Listener")
+	cancel = flag.Bool("cancel", true, "measure Cancel -> ErrLeaseLost too (without wake-ups it waits for a heartbeat: 20 minutes)")
+	tput   = flag.Duration("throughput", 0, "instead: Enqueue from 8 goroutines for this long and print jobs/s")
+	qname  = flag.String("queue", "", "the queue's name (default: one of this run's own)")
 	role   = flag.String("role", "", "internal: the child's role")
 )
 
 func main() {
 	flag.Parse()
+	if *qname == "" {
+		*qname = fmt.Sprintf("run%d", os.Getpid())
+	}
 	if *eng == "sqlite" && *where == "" {
 		*where = filepath.Join(os.TempDir(), fmt.Sprintf("wakeup-%d.db", os.Getpid()))
 		defer os.Remove(*where)
@@ -44,6 +52,11 @@ func main() {
 	defer q.Close()
 	if l != nil {
 		defer l.Close()
+	}
+	switch {
+	case *tput > 0:
+		throughput(q)
+		return
 	}
 	switch *role {
 	case "enqueue":
@@ -60,13 +73,13 @@ func open() (*leaseq.Queue, *pgxlisten.Listener) {
 	if *eng == "sqlite" {
 		db, err := leaseq.Open(*where)
 		check(err)
-		q, err := leaseq.New(ctx, db, leaseq.Options{})
+		q, err := leaseq.New(ctx, db, leaseq.Options{Name: *qname})
 		check(err)
 		return q, nil
 	}
 	db := stdlib.OpenDB(*mustConfig(*where))
 	var l *pgxlisten.Listener
-	opts := leaseq.Options{}
+	opts := leaseq.Options{Name: *qname}
 	if *listen && *role == "" {
 		l = pgxlisten.New(*where)
 		opts.Listener = l
@@ -105,6 +118,23 @@ func canceller(q *leaseq.Queue) {
 	}
 }
 
+// throughput enqueues one job per call from 8 goroutines for -throughput.
+func throughput(q *leaseq.Queue) {
+	var total atomic.Int64
+	end := time.Now().Add(*tput)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(end); i++ {
+				check(q.Enqueue(context.Background(), leaseq.Job{ID: fmt.Sprintf("t%d-%d", g, i)}))
+				total.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	fmt.Printf("%s Enqueue throughput, 8 goroutines: %.0f jobs/s\n", *eng, float64(total.Load())/tput.Seconds())
+}
+
 func measure(q *leaseq.Queue) {
 	ctx, stop := context.WithCancel(context.Background())
 	lat := make(chan time.Duration, *n)
@@ -130,7 +160,7 @@ func measure(q *leaseq.Queue) {
 	fmt.Printf("%s idle pool: %v CPU over %v = %.2f%% of a core\n", *eng, used, span.Round(time.Millisecond), 100*float64(used)/float64(span))
 
 	child := func(r string) *exec.Cmd {
-		cmd := exec.Command(os.Args[0], append(os.Args[1:], "-role="+r, "-db="+*where)...)
+		cmd := exec.Command(os.Args[0], append(os.Args[1:], "-role="+r, "-db="+*where, "-queue="+*qname)...)
 		cmd.Stderr = os.Stderr
 		return cmd
 	}
@@ -140,6 +170,10 @@ func measure(q *leaseq.Queue) {
 		ds = append(ds, <-lat)
 	}
 	report("enqueue -> handler start", ds)
+	if !*cancel {
+		stop()
+		return
+	}
 
 	for i := range *n {
 		check(q.Enqueue(context.Background(), leaseq.Job{ID: fmt.Sprintf("c%d", i)}))

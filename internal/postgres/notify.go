@@ -12,6 +12,13 @@ import (
 // answer delays other processes' wake-ups, never this one's calls.
 const notifyWait = 5 * time.Second
 
+// notifyGap is the least time between two rounds of notifications: the
+// changes of a busy queue gather into one NOTIFY per gap, which keeps
+// them a small share of its statements (Enqueue's throughput with them is
+// at least 0.9 of it without: rule 56), and costs a wake-up at most this
+// much.
+const notifyGap = 2 * time.Millisecond
+
 // notifier sends the notifications of rule 56: announce marks a queue as
 // changed, and one goroutine at a time sends a NOTIFY for each queue
 // marked since its last one. While a NOTIFY is under way the changes of
@@ -80,6 +87,7 @@ func (e *Engine) sendNotifications() {
 			e.db.ExecContext(ctx, stmt("notify"), engine.NotifyChannel, queue)
 			cancel()
 		}
+		time.Sleep(notifyGap)
 	}
 }
 
