@@ -154,10 +154,11 @@ func measure(q *leaseq.Queue) {
 			return nil
 		})
 	time.Sleep(time.Second)
-	cpu0, t0 := cpu(), time.Now()
+	cpu0, io0, t0 := cpu(), procIO(), time.Now()
 	time.Sleep(*idle)
-	used, span := cpu()-cpu0, time.Since(t0)
-	fmt.Printf("%s idle pool: %v CPU over %v = %.2f%% of a core\n", *eng, used, span.Round(time.Millisecond), 100*float64(used)/float64(span))
+	used, span, io1 := cpu()-cpu0, time.Since(t0), procIO()
+	fmt.Printf("%s idle pool: %v CPU over %v = %.2f%% of a core; %d write syscalls, %d bytes written to storage\n", *eng, used,
+		span.Round(time.Millisecond), 100*float64(used)/float64(span), io1["syscw"]-io0["syscw"], io1["write_bytes"]-io0["write_bytes"])
 
 	child := func(r string) *exec.Cmd {
 		cmd := exec.Command(os.Args[0], append(os.Args[1:], "-role="+r, "-db="+*where, "-queue="+*qname)...)
@@ -206,6 +207,20 @@ func cpu() time.Duration {
 	var ru syscall.Rusage
 	check(syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// procIO is this process's /proc/self/io counters (Linux).
+func procIO() map[string]int64 {
+	b, _ := os.ReadFile("/proc/self/io")
+	m := map[string]int64{}
+	for _, l := range splitLines(string(b)) {
+		var k string
+		var v int64
+		if _, err := fmt.Sscanf(l, "%s %d", &k, &v); err == nil {
+			m[k[:len(k)-1]] = v
+		}
+	}
+	return m
 }
 
 func splitLines(s string) []string {

@@ -13,7 +13,7 @@ import (
 // rollback journal writes the database file, and an idle pool costs
 // nothing until one does. Elsewhere it reads the file change counter
 // (bytes 24-27 of the header, which every commit advances) straight from
-// the file every pollInterval (watch_poll.go): a pread of four bytes takes
+// the file every pollInterval, 10ms (watch_poll.go): a pread of four bytes takes
 // no SQLite lock, where PRAGMA data_version would take the shared lock each
 // time. Either way a change wakes every waiting pool of the engine's
 // database, at most once per engine.WatchInterval: the file does not say

@@ -3,7 +3,7 @@ package sqlite
 import "time"
 
 // pollInterval is how often pollFile reads the change counter.
-const pollInterval = 5 * time.Millisecond
+const pollInterval = 10 * time.Millisecond
 
 // pollFile reads the counter every pollInterval until stop closes and
 // wakes the waiting pools when it changed. A counter it could not read
