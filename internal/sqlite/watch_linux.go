@@ -31,7 +31,10 @@ func (e *Engine) watchFile(stop, done chan struct{}) {
 	f := os.NewFile(uintptr(fd), "inotify")
 	defer close(done)
 	defer f.Close()
+	unblocked := make(chan struct{})
+	defer func() { <-unblocked }() // no goroutine outlives the watch
 	go func() {
+		defer close(unblocked)
 		<-stop
 		f.SetReadDeadline(time.Now()) // ends the Read below
 	}()
