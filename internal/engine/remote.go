@@ -30,9 +30,30 @@ const (
 	// another process's commit while a pool runs.
 	WatchInterval = 2 * time.Millisecond
 	// NotifyChannel is the PostgreSQL channel of the queue's
-	// notifications; each payload is a queue's name.
+	// notifications; each payload is NotifyWake or NotifyChange and a
+	// queue's name.
 	NotifyChannel = "leaseq"
+	// NotifyWake starts the payload of a Signal: a job may be claimable.
+	NotifyWake = "w"
+	// NotifyChange starts the payload of a Change: a running job may have
+	// been taken from its holder.
+	NotifyChange = "c"
 )
+
+// Notified passes a notification's payload on to the waiting workers:
+// NotifyWake wakes the queue's idle pools, NotifyChange also has its
+// running pools check their claims, and anything else (the "" a Listener
+// delivers after it reconnected) does both for every queue.
+func (w *Wakers) Notified(payload string) {
+	switch {
+	case len(payload) > 1 && payload[:1] == NotifyWake:
+		w.wake(payload[1:])
+	case len(payload) > 1 && payload[:1] == NotifyChange:
+		w.Remote(payload[1:])
+	default:
+		w.Remote("")
+	}
+}
 
 // Remote wakes every waiting worker of queue name, or of every queue when
 // name is "", for a change another process made: it announces nothing.
@@ -76,12 +97,13 @@ func (w *Wakers) Changes(name string) <-chan struct{} {
 // queue paused.
 func (w *Wakers) Change(name string) {
 	w.touch(name)
-	w.announce(name)
+	w.announce(name, true)
 }
 
 // SetAnnounce sets what passes this process's changes on to other
-// processes (PostgreSQL's NOTIFY); nil for none.
-func (w *Wakers) SetAnnounce(f func(name string)) {
+// processes (PostgreSQL's NOTIFY); nil for none. change is false for a
+// Signal, true for a Change.
+func (w *Wakers) SetAnnounce(f func(name string, change bool)) {
 	w.mu.Lock()
 	w.publish = f
 	w.mu.Unlock()
@@ -98,12 +120,13 @@ func (w *Wakers) touch(name string) {
 	}
 }
 
-// announce passes a change of queue name on to other processes.
-func (w *Wakers) announce(name string) {
+// announce passes a Signal or a Change of queue name on to other
+// processes.
+func (w *Wakers) announce(name string, change bool) {
 	w.mu.Lock()
 	f := w.publish
 	w.mu.Unlock()
 	if f != nil {
-		f(name)
+		f(name, change)
 	}
 }

@@ -11,7 +11,7 @@ type Wakers struct {
 	mu      sync.Mutex
 	ch      map[string]chan struct{} // by queue name
 	changed map[string]chan struct{} // Changes, by queue name (remote.go)
-	publish func(name string)        // SetAnnounce's
+	publish func(string, bool)       // SetAnnounce's
 }
 
 // Wakeup returns the channel that the next Signal for queue name closes.
@@ -33,7 +33,7 @@ func (w *Wakers) Wakeup(name string) <-chan struct{} {
 // the engine announces changes, in other processes.
 func (w *Wakers) Signal(name string) {
 	w.wake(name)
-	w.announce(name)
+	w.announce(name, false)
 }
 
 // wake wakes every worker of queue name waiting in this process.

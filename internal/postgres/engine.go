@@ -29,9 +29,8 @@ type Engine struct {
 	// ident tells the database apart from others (EnqueueTx; see
 	// DatabaseForeign).
 	ident identity
-	// notify and listens carry changes between processes (notify.go).
-	notify  notifier
-	listens listens
+	// notify sends this process's changes to others (notify.go).
+	notify notifier
 }
 
 var _ engine.Engine = (*Engine)(nil)

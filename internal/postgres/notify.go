@@ -27,7 +27,7 @@ const notifyGap = 2 * time.Millisecond
 // NOTIFY's lock.
 type notifier struct {
 	mu      sync.Mutex
-	dirty   map[string]bool
+	dirty   map[string]bool // by queue: whether a Change is among its announcements
 	sending bool
 	idle    *sync.Cond // broadcast when the sender stops
 }
@@ -53,14 +53,14 @@ func (e *Engine) flushNotifications() {
 }
 
 // announce marks queue changed and starts the sender if none runs.
-func (e *Engine) announce(queue string) {
+func (e *Engine) announce(queue string, change bool) {
 	n := &e.notify
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.dirty == nil {
 		n.dirty = make(map[string]bool)
 	}
-	n.dirty[queue] = true
+	n.dirty[queue] = n.dirty[queue] || change
 	if !n.sending {
 		n.sending = true
 		go e.sendNotifications()
@@ -82,62 +82,27 @@ func (e *Engine) sendNotifications() {
 			return
 		}
 		n.mu.Unlock()
-		for queue := range dirty {
+		for queue, change := range dirty {
+			payload := engine.NotifyWake + queue
+			if change {
+				payload = engine.NotifyChange + queue
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), notifyWait)
-			e.db.ExecContext(ctx, stmt("notify"), engine.NotifyChannel, queue)
+			e.db.ExecContext(ctx, stmt("notify"), engine.NotifyChannel, payload)
 			cancel()
 		}
 		time.Sleep(notifyGap)
 	}
 }
 
-// listens are the engine's subscriptions to Listeners, one per Listener
-// however many pools run on it.
-type listens struct {
-	mu   sync.Mutex
-	subs map[engine.Listener]*listen
-}
-
-type listen struct {
-	users int
-	stop  func()
-}
-
-// WatchStart listens through p.Listener while any caller has not stopped;
-// without a Listener the pools poll, and it does nothing. A notification
-// names the queue that changed; "" (the Listener reconnected) wakes every
-// pool once, since notifications may have been missed.
+// WatchStart listens through p.Listener for the caller, a running pool;
+// without a Listener the pools poll, and it does nothing. Each payload
+// names what changed (engine.Wakers.Notified); "" (the Listener
+// reconnected) wakes every pool once, since notifications may have been
+// missed.
 func (e *Engine) WatchStart(p engine.WatchParams) (stop func()) {
 	if p.Listener == nil {
 		return func() {}
 	}
-	ls := &e.listens
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if ls.subs == nil {
-		ls.subs = make(map[engine.Listener]*listen)
-	}
-	l := ls.subs[p.Listener]
-	if l == nil {
-		l = &listen{stop: p.Listener.Listen(engine.NotifyChannel, e.wake.Remote)}
-		ls.subs[p.Listener] = l
-	}
-	l.users++
-	var once sync.Once
-	return func() { once.Do(func() { ls.leave(p.Listener) }) }
-}
-
-// leave ends one caller's use of the Listener l; the last one
-// unsubscribes.
-func (ls *listens) leave(l engine.Listener) {
-	ls.mu.Lock()
-	sub := ls.subs[l]
-	sub.users--
-	if sub.users == 0 {
-		delete(ls.subs, l)
-	}
-	ls.mu.Unlock()
-	if sub.users == 0 {
-		sub.stop()
-	}
+	return p.Listener.Listen(engine.NotifyChannel, e.wake.Notified)
 }

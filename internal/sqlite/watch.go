@@ -24,6 +24,58 @@ type watcher struct {
 	users int
 	stop  chan struct{}
 	done  chan struct{}
+	// own are the change counter values this engine's latest commits
+	// left, oldest first, kept while a pool runs: a change that is the
+	// engine's own wakes no one (its calls wake this process's pools
+	// themselves), so a busy pool is not woken by its own commits.
+	ownMu   sync.Mutex
+	own     []uint32
+	ownFile fileCounter
+}
+
+// ownKept is how many of its own commits the watcher remembers: more than
+// commit between two of its looks.
+const ownKept = 64
+
+// committed notes the counter value the engine's commit, which began at
+// before, left, when it is before+1 (a transaction that wrote nothing
+// leaves the counter as it was; a value further on includes another
+// process's commit, which must still wake the pools). It reads the file
+// only while a pool runs.
+func (w *watcher) committed(path string, before uint32, err error) {
+	if err != nil {
+		return
+	}
+	w.ownMu.Lock()
+	defer w.ownMu.Unlock()
+	w.mu.Lock()
+	watching := w.users > 0
+	w.mu.Unlock()
+	if !watching {
+		return
+	}
+	if v, err := w.ownFile.read(path); err == nil && v == before+1 {
+		w.own = append(w.own, v)
+		if len(w.own) > ownKept {
+			w.own = w.own[len(w.own)-ownKept:]
+		}
+	}
+}
+
+// foreign reports whether the counter's move from *last to c includes a
+// commit that is not the engine's own, and sets *last to c.
+func (w *watcher) foreign(last *uint32, c uint32) bool {
+	n := c - *last // uint32: a counter that wrapped still counts right
+	w.ownMu.Lock()
+	var mine uint32
+	for _, v := range w.own {
+		if v-*last-1 < n { // v is in (last, c]
+			mine++
+		}
+	}
+	w.ownMu.Unlock()
+	*last = c
+	return n > mine
 }
 
 // WatchStart watches the file while any caller has not stopped.
@@ -53,6 +105,10 @@ func (w *watcher) leave() {
 	if stop != nil {
 		close(stop)
 		<-done
+		w.ownMu.Lock()
+		w.ownFile.close()
+		w.own = nil
+		w.ownMu.Unlock()
 	}
 }
 

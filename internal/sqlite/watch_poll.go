@@ -6,7 +6,8 @@ import "time"
 const pollInterval = 10 * time.Millisecond
 
 // pollFile reads the counter every pollInterval until stop closes and
-// wakes the waiting pools when it changed. A counter it could not read
+// wakes the waiting pools when it moved by more than this engine's own
+// commits. A counter it could not read
 // (the file gone or not written yet) is looked for again at the next tick;
 // once it is read again the pools are woken, as a change may have been
 // missed.
@@ -27,7 +28,7 @@ func (e *Engine) pollFile(stop, done chan struct{}) {
 		switch {
 		case err != nil:
 			known = false
-		case !known && first, known && c == last:
+		case !known && first, known && !e.watch.foreign(&last, c):
 		default:
 			e.wake.Remote("")
 		}
