@@ -50,6 +50,8 @@ func TestChildRemote(t *testing.T) {
 		switch verb {
 		case "enqueue":
 			err = q.Enqueue(ctx, leaseq.Job{ID: id})
+		case "enqueuetx": // in a transaction of the caller's, committed after a pause
+			err = enqueueTxLate(ctx, q, id)
 		case "pause":
 			err = q.Pause(ctx)
 		case "resume":
@@ -63,6 +65,21 @@ func TestChildRemote(t *testing.T) {
 			t.Fatalf("%s: %v", do, err)
 		}
 	}
+}
+
+// enqueueTxLate enqueues id with EnqueueTx in a transaction it commits a
+// moment later, as a service's own transaction would.
+func enqueueTxLate(ctx context.Context, q *leaseq.Queue, id string) error {
+	tx, err := q.DB().BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := q.EnqueueTx(ctx, tx, leaseq.Job{ID: id}); err != nil {
+		return err
+	}
+	time.Sleep(200 * time.Millisecond) // the service's other work, before its commit
+	return tx.Commit()
 }
 
 // remoteQueue is a queue on a fresh database of eng, with the Listener a
@@ -79,8 +96,9 @@ func remoteQueue(t *testing.T, eng testEngine) (*leaseq.Queue, string) {
 	return q, where
 }
 
-// TestRemoteEnqueueWakesPool: a job enqueued by another process is started
-// by this one's idle pool, whose PollInterval is an hour.
+// TestRemoteEnqueueWakesPool: a job enqueued by another process, also with
+// EnqueueTx in a transaction it commits later, is started by this one's
+// idle pool, whose PollInterval is an hour.
 func TestRemoteEnqueueWakesPool(t *testing.T) { forEnginesInTurn(t, testRemoteEnqueueWakesPool) }
 
 func testRemoteEnqueueWakesPool(t *testing.T, eng testEngine) {
@@ -92,8 +110,9 @@ func testRemoteEnqueueWakesPool(t *testing.T, eng testEngine) {
 			return nil
 		})
 	waitParked(t)
-	for _, id := range []string{"a", "b"} {
-		remoteDo(t, eng, where, "enqueue:"+id)
+	for _, do := range []string{"enqueue:a", "enqueue:b", "enqueuetx:c"} {
+		_, id, _ := strings.Cut(do, ":")
+		remoteDo(t, eng, where, do)
 		if got := waitWithin(t, started, 20*time.Second, "the pool to start a job another process enqueued"); got != id {
 			t.Fatalf("started %s, want %s", got, id)
 		}

@@ -149,6 +149,11 @@ func (e *Engine) JobInsertTx(ctx context.Context, tx *sql.Tx, p engine.JobInsert
 			return i, undoInsertTx(ctx, tx, err)
 		}
 	}
+	// Rule 56: NOTIFY in tx is delivered when, and only if, the caller
+	// commits it, which is when the jobs can be claimed.
+	if _, err := tx.ExecContext(ctx, stmt("notify"), engine.NotifyChannel, engine.NotifyWake+p.Queue.Name); err != nil {
+		return -1, undoInsertTx(ctx, tx, err)
+	}
 	if _, err := tx.ExecContext(ctx, stmt("savepoint_release")); err != nil {
 		return -1, err
 	}

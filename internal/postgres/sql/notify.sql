@@ -3,7 +3,8 @@
 -- claimable) or "c" (a running job may have been taken) and the queue's
 -- name. Sent on its own, after the change committed, by one
 -- sender per engine that gathers the changes made meanwhile, so that
--- NOTIFY's lock at commit never serializes the queue's own commits.
+-- NOTIFY's lock at commit never serializes the queue's own commits; and in
+-- the caller's transaction by EnqueueTx, which cannot see its commit.
 -- args: $1 channel, $2 payload
 -- returns: nothing of use
 -- PostgreSQL only: SQLite's pools watch the file instead.
