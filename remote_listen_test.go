@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/leaseq/leaseq"
+	"github.com/leaseq/leaseq/internal/pgtest"
 	"github.com/leaseq/leaseq/pgxlisten"
 )
 
@@ -57,5 +58,38 @@ func TestRemoteListenerReconnects(t *testing.T) {
 	remoteDo(t, postgresEngine, where, "enqueue:after")
 	if got := waitWithin(t, started, 30*time.Second, "a job enqueued after the Listener reconnected"); got != "after" {
 		t.Fatalf("started %s, want after", got)
+	}
+}
+
+// TestRemoteServerRestart: after the PostgreSQL server restarts under a
+// running pool, its Listener reconnects on its own and a job another
+// process enqueues is started at once again. It restarts the server every
+// test of the process shares, so it runs alone.
+func TestRemoteServerRestart(t *testing.T) {
+	where := postgresEngine.fresh(t)
+	db := postgresEngine.open(t, where)
+	l := pgxlisten.New(where)
+	t.Cleanup(func() { l.Close() })
+	q, err := leaseq.New(context.Background(), db, leaseq.Options{Listener: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	started := make(chan string, 4)
+	_, logger := newLogSink() // the claims the restart cuts are logged, and retried
+	runWork(t, q, leaseq.WorkerOptions{Owner: "w", PollInterval: time.Hour, Logger: logger},
+		func(_ context.Context, c leaseq.Claim) error {
+			started <- c.ID
+			return nil
+		})
+	waitUntil(t, 20*time.Second, "the Listener to connect", func() bool { return l.PID() != 0 })
+	pid := l.PID()
+	db.SetMaxIdleConns(0) // no connection the restart cuts is used again
+	pgtest.Restart(t)
+	db.SetMaxIdleConns(2)
+	waitUntil(t, 60*time.Second, "the Listener to reconnect", func() bool { return l.PID() != 0 && l.PID() != pid })
+	remoteDo(t, postgresEngine, where, "enqueue:after-restart")
+	if got := waitWithin(t, started, 30*time.Second, "a job enqueued after the restart"); got != "after-restart" {
+		t.Fatalf("started %s, want after-restart", got)
 	}
 }
