@@ -34,14 +34,20 @@ func (q *Queue) Requeue(ctx context.Context, id string) error {
 // Cancel quarantines a pending or leased job with reason (cleaned as for
 // [Queue.Fail]): an operator's stop. A worker holding the job is refused
 // when it next calls Finish, Extend, Release or Fail (false, nil), which is
-// how it learns the job is no longer its own. [Queue.Requeue] undoes it. A
+// how it learns the job is no longer its own; a Work pool's handler of it
+// has its context ended with ErrLeaseLost at once, in this process and,
+// through the wake-ups of rule 56, in others. [Queue.Requeue] undoes it. A
 // job that is done or quarantined already is an error wrapping
 // [ErrInvalid]; an unknown ID wraps [ErrNotFound]. Either way nothing
 // changes.
 func (q *Queue) Cancel(ctx context.Context, id, reason string) error {
-	return q.operate(ctx, "cancel", engine.JobOperateParams{Kind: engine.OpCancel, ID: id, Reason: cleanReason(reason)}, func(r engine.Refusal) error {
+	err := q.operate(ctx, "cancel", engine.JobOperateParams{Kind: engine.OpCancel, ID: id, Reason: cleanReason(reason)}, func(r engine.Refusal) error {
 		return invalid("job is %s; only a pending or leased job can be cancelled", r.Status)
 	})
+	if err == nil {
+		q.e.Wakers().Change(q.name) // rule 56: the holder's handler ends at once
+	}
+	return err
 }
 
 // operate runs an operator's update of one job at the queue's clock. When

@@ -80,6 +80,22 @@ type Options struct {
 	// OpenReadOnly; on PostgreSQL, a session with
 	// default_transaction_read_only=on) to have the database enforce it.
 	ReadOnly bool
+	// Listener brings other processes' notifications on PostgreSQL, so
+	// that a job they enqueue, or a Cancel or Pause they make, reaches
+	// this process's pools at once (rule 56 in docs/rules.md); the
+	// package pgxlisten makes one from a pgx connection string. nil means
+	// polling at each pool's PollInterval, as behind a pooler in
+	// transaction mode. SQLite ignores it: its pools watch the file.
+	Listener Listener
+}
+
+// Listener delivers notifications from other processes (see
+// Options.Listener). Listen calls notify with the payload of every
+// notification on channel, and with "" each time it (re)connected, when
+// notifications may have been missed; stop ends it. One Listener may
+// serve every Queue of a process.
+type Listener interface {
+	Listen(channel string, notify func(payload string)) (stop func())
 }
 
 // DefaultName is the queue name used when Options.Name is "".
@@ -107,7 +123,8 @@ type Queue struct {
 	closing chan struct{} // closed by Close, so that Work stops waiting
 	// holds are the claims Work is running, which a handler's FinishTx
 	// may settle (rule 46; work_tx.go).
-	holds holds
+	holds    holds
+	listener Listener // Options.Listener
 }
 
 // New returns the Queue named opts.Name on db, creating the schema if it is
@@ -173,6 +190,7 @@ func New(ctx context.Context, db *sql.DB, opts Options) (*Queue, error) {
 		maxPayload:  cmp.Or(opts.MaxPayload, MaxPayloadDefault),
 		noGroup:     opts.DisableGroupCommit,
 		closing:     make(chan struct{}),
+		listener:    opts.Listener,
 	}
 	e, err := openEngine(ctx, db)
 	if err != nil {

@@ -53,6 +53,10 @@ func (readOnlyEngine) TxRun(context.Context, engine.TxRunParams) (engine.TxOutco
 	return engine.TxOutcome{}, errReadOnly()
 }
 
+func (readOnlyEngine) QueuePause(context.Context, engine.QueuePauseParams) error {
+	return errReadOnly()
+}
+
 // ReadOnly reports whether the queue was made with [Options.ReadOnly].
 func (q *Queue) ReadOnly() bool {
 	_, ok := q.e.(readOnlyEngine)

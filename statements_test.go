@@ -32,9 +32,11 @@ var engineOnly = map[string][]string{
 	// the worker pools' step is one statement (pool_step, lock), the clock
 	// is the server's (now), the sweep is a function (sweep), the schema is
 	// created under a lock in a table of its own (schema_lock,
-	// schema_table), and New asks the server what it is (version, identity).
+	// schema_table), New asks the server what it is (version, identity),
+	// and other processes hear of changes by NOTIFY (notify), where
+	// SQLite's pools watch the file.
 	"postgres": {"committed", "finish_many", "identity", "insert_many", "insert_taken", "insert_written",
-		"lock", "mark", "mark_wait", "now", "pool_step", "schema_lock", "schema_table", "settled", "sweep",
+		"lock", "mark", "mark_wait", "notify", "now", "pool_step", "schema_lock", "schema_table", "settled", "sweep",
 		"version"},
 }
 

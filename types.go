@@ -129,6 +129,9 @@ type Stats struct {
 	// claimable: max(enqueue time, run_at) for a pending job, lease_until
 	// for an ended lease; zero if nothing is claimable.
 	OldestReady time.Time
+	// Paused reports that the queue is paused ([Queue.Pause]): no process
+	// claims from it until [Queue.Resume].
+	Paused bool
 }
 
 // Filter selects a page of [Queue.List].

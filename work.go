@@ -158,6 +158,8 @@ func (q *Queue) Work(ctx context.Context, opts WorkerOptions, h Handler) error {
 	}
 	p := newPool(ctx, q, opts.withDefaults(), h)
 	defer p.stop(nil)
+	defer q.watchStart()()  // rule 56: other processes' changes wake the pool
+	defer p.watchLeases()() // and end the handlers of jobs taken from them
 	err := p.run(ctx)
 	if err != nil {
 		p.stop(err) // no result can be recorded: stop the handlers at once
@@ -186,6 +188,7 @@ type pool struct {
 	running  int           // handlers started and not yet returned; run's goroutine only
 	done     chan struct{} // a handler returned: its slot is free
 	records  sync.WaitGroup
+	held     heldLeases // the running claims (work_listen.go)
 }
 
 func newPool(ctx context.Context, q *Queue, opts WorkerOptions, h Handler) *pool {
@@ -359,7 +362,9 @@ func (p *pool) handle(c Claim) {
 	ctx, cancel := context.WithCancelCause(p.handlers)
 	defer cancel(nil)
 	k := p.keepLease(c, cancel)
+	untrack := p.track(c, cancel)
 	err := p.call(ctx, c)
+	untrack()
 	c = k.release()
 	cause := context.Cause(ctx)
 	p.done <- struct{}{}

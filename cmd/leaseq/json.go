@@ -24,6 +24,7 @@ type queueStatsJSON struct {
 	Done        int        `json:"done"`
 	Quarantined int        `json:"quarantined"`
 	OldestReady *time.Time `json:"oldest_ready"`
+	Paused      bool       `json:"paused"`
 }
 
 // jobJSON is a job in list -json; show -json adds its payload.

@@ -50,6 +50,8 @@ func init() {
 		{"requeue", "ID...", "move quarantined jobs back to pending", requeueUsage, runRequeue},
 		{"cancel", "ID...", "quarantine pending or leased jobs", cancelUsage, runCancel},
 		{"purge", "", "delete done or quarantined jobs older than a duration", purgeUsage, runPurge},
+		{"pause", "", "stop every worker from claiming a queue's jobs", pauseUsage, runPause},
+		{"resume", "", "let a paused queue's jobs be claimed again", resumeUsage, runResume},
 		{"serve", "", "serve the dashboard over HTTP", serveUsage, runServe},
 		{"migrate", "", "create or upgrade the database's schema", migrateUsage, runMigrate},
 		{"demo", "", "play the lease timeline on a temporary database", demoUsage, runDemo},

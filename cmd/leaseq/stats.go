@@ -20,9 +20,10 @@ flags:
 JSON:
   {"queues": [{"queue": "default", "pending": 3, "scheduled": 1,
                "leased": 1, "expired": 1, "done": 2, "quarantined": 2,
-               "oldest_ready": "2025-01-01T00:00:00Z"}]}
+               "oldest_ready": "2025-01-01T00:00:00Z", "paused": false}]}
   oldest_ready is null when nothing is claimable; "queues" is [] when no
-  queue has jobs.
+  queue has jobs. A paused queue (leaseq pause) is "paused": true, and
+  "(paused)" after its name in the table.
 `
 
 // runStats is "leaseq stats".
@@ -68,7 +69,7 @@ func stats(ctx context.Context, s *session) (statsJSON, error) {
 		out.Queues = append(out.Queues, queueStatsJSON{
 			Queue: name, Pending: st.Pending, Scheduled: st.Scheduled, Leased: st.Leased,
 			Expired: st.Expired, Done: st.Done, Quarantined: st.Quarantined,
-			OldestReady: instant(st.OldestReady),
+			OldestReady: instant(st.OldestReady), Paused: st.Paused,
 		})
 	}
 	return out, nil
@@ -87,7 +88,11 @@ func printStats(w io.Writer, out statsJSON, now time.Time) error {
 		if q.OldestReady != nil {
 			oldest = when(*q.OldestReady, now, tableTime)
 		}
-		tw.row(cell(q.Queue), count(q.Pending), count(q.Scheduled), count(q.Leased), count(q.Expired),
+		name := cell(q.Queue)
+		if q.Paused {
+			name += " (paused)"
+		}
+		tw.row(name, count(q.Pending), count(q.Scheduled), count(q.Leased), count(q.Expired),
 			count(q.Done), count(q.Quarantined), oldest)
 	}
 	return tw.flush()

@@ -107,6 +107,21 @@ type Engine interface {
 	// refused Finish are the outcome, with nothing of p.Fn kept; an error
 	// is the transaction's.
 	TxRun(ctx context.Context, p TxRunParams) (TxOutcome, error)
+
+	// Rules 54 and 56: Pause, and what one process does reaching the
+	// others.
+
+	// QueuePause stores that a queue is paused, or no longer (Pause,
+	// Resume), at once for every process: each claim path reads it.
+	QueuePause(ctx context.Context, p QueuePauseParams) error
+	// QueuePaused reads whether a queue is paused (Stats.Paused).
+	QueuePaused(ctx context.Context, queue string) (bool, error)
+	// WatchStart has the engine pass other processes' changes to its
+	// Wakers (Remote) while at least one caller has not called the stop
+	// it returned: a running Work pool. SQLite looks at the file's change
+	// counter every WatchInterval, without a lock; PostgreSQL listens
+	// through p.Listener, and without one does nothing (pools poll).
+	WatchStart(p WatchParams) (stop func())
 }
 
 // TimeSource is a clock (leaseq.Clock has this method).

@@ -8,8 +8,10 @@ import "sync"
 // channel before looking means a job enqueued between the look and the
 // sleep still wakes it.
 type Wakers struct {
-	mu sync.Mutex
-	ch map[string]chan struct{} // by queue name
+	mu      sync.Mutex
+	ch      map[string]chan struct{} // by queue name
+	changed map[string]chan struct{} // Changes, by queue name (remote.go)
+	publish func(string, bool)       // SetAnnounce's
 }
 
 // Wakeup returns the channel that the next Signal for queue name closes.
@@ -27,8 +29,15 @@ func (w *Wakers) Wakeup(name string) <-chan struct{} {
 	return ch
 }
 
-// Signal wakes every worker of queue name that is waiting.
+// Signal wakes every worker of queue name that is waiting, here and, when
+// the engine announces changes, in other processes.
 func (w *Wakers) Signal(name string) {
+	w.wake(name)
+	w.announce(name, false)
+}
+
+// wake wakes every worker of queue name waiting in this process.
+func (w *Wakers) wake(name string) {
 	w.mu.Lock()
 	ch := w.ch[name]
 	delete(w.ch, name)

@@ -29,6 +29,8 @@ type Engine struct {
 	// ident tells the database apart from others (EnqueueTx; see
 	// DatabaseForeign).
 	ident identity
+	// notify sends this process's changes to others (notify.go).
+	notify notifier
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -48,6 +50,7 @@ func New(db *sql.DB) *Engine {
 	if e == nil {
 		e = &Engine{db: db}
 		e.serverNow = &serverClock{e: e}
+		e.wake.SetAnnounce(e.announce) // rule 56 (notify.go)
 		engines[db] = e
 	}
 	e.queues++
@@ -67,7 +70,9 @@ func Handles(ctx context.Context, db *sql.DB) (ok bool, version string, err erro
 }
 
 // Release ends one Queue's use of the engine; the last one forgets it.
+// It first sends the notifications announced so far (notify.go).
 func (e *Engine) Release() {
+	e.flushNotifications()
 	enginesMu.Lock()
 	defer enginesMu.Unlock()
 	if e.queues--; e.queues == 0 {
@@ -103,12 +108,13 @@ const schemaLock = 0x6c65617365710a // "leaseq\n"
 // SchemaCurrent is the version of sql/schema.sql, kept in leaseq_schema: 4
 // added leaseq_purged_token and keeps leaseq_counts by backend; 5 lets one
 // claim at a time sweep and has the claim take a row only under an
-// advisory lock of its seq (leaseq_claim says why). Every version's script
+// advisory lock of its seq (leaseq_claim says why); 6 adds leaseq_paused
+// (rule 54), which leaseq_claim_jobs reads. Every version's script
 // runs on any older schema, as it creates what is missing and replaces
 // every function and trigger. It is PostgreSQL's own number: SQLite's
 // schema is numbered apart. Exported for the root package (Migrate's
 // answer, the read-only check).
-const SchemaCurrent = 5
+const SchemaCurrent = 6
 
 // SchemaCurrent is the schema version this package writes.
 func (e *Engine) SchemaCurrent() int { return SchemaCurrent }

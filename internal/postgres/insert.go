@@ -148,7 +148,10 @@ func (e *Engine) JobInsertTx(ctx context.Context, tx *sql.Tx, p engine.JobInsert
 				return i, err
 			}
 		}
-		return -1, nil
+		// Rule 56: NOTIFY in tx is delivered when, and only if, the
+		// caller commits it, which is when the jobs can be claimed.
+		_, err = stx.ExecContext(ctx, stmt("notify"), engine.NotifyChannel, engine.NotifyWake+p.Queue.Name)
+		return -1, err
 	})
 }
 

@@ -14,7 +14,7 @@ import (
 
 // SchemaVersion is the schema version this engine writes to a database's
 // PRAGMA user_version (schema_version_set.sql says the same number).
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 var _ engine.Engine = (*Engine)(nil)
 
@@ -48,6 +48,8 @@ type Engine struct {
 	reads   map[string]*sql.Stmt
 	// ident is the database's main file (EnqueueTx; see DatabaseForeign).
 	ident identity
+	// watch finds other processes' commits while a pool runs (watch.go).
+	watch watcher
 }
 
 var (

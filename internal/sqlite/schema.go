@@ -16,6 +16,9 @@ var migrations = map[int][]string{
 	0: {stmt("schema")},
 	1: {stmt("upgrade_v1"), stmt("schema"), stmt("upgrade_v1_copy"), stmt("upgrade_counts")},
 	2: {stmt("upgrade_v2"), stmt("schema"), stmt("upgrade_counts")},
+	// Version 3 lacks leaseq_paused (rule 54), which the schema script
+	// creates.
+	3: {stmt("schema")},
 }
 
 // SchemaMigrate creates the schema if it is missing and upgrades an older

@@ -44,7 +44,7 @@ func TestFencedStatementsCarryTheFence(t *testing.T) {
 			t.Errorf("%s.sql runs as a fenced call but has no \"-- fenced\" line", name)
 		}
 	}
-	if !statements["fence_check"].Fenced {
+	if !statements.All()["fence_check"].Fenced {
 		t.Error("fence_check.sql checks FinishTx's fence but has no \"-- fenced\" line")
 	}
 	if n != len(calls)+1 {

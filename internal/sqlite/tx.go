@@ -85,6 +85,7 @@ func writeTx[T any](ctx context.Context, e *Engine, w write[T]) (T, error) {
 			if before, err = wc.begin(ctx); err == nil {
 				v, err = w.run(ctx, wc)
 				err = wc.end(ctx, before, err)
+				e.watch.committed(e.file, before, err) // watch.go
 			} else if ctx.Err() != nil {
 				b.locking = true // BEGIN IMMEDIATE waits for nothing but the lock
 			}

@@ -1,4 +1,4 @@
--- The create script, version 5 (SchemaCurrent; the version is the row of
+-- The create script, version 6 (SchemaCurrent; the version is the row of
 -- leaseq_schema, written by SchemaMigrate). It holds several statements,
 -- split at semicolons outside $$-quoted bodies, run in one transaction under
 -- schema_lock. Every version's script runs on any older schema, as it creates
@@ -178,6 +178,9 @@ AS $$
 DECLARE
   t bigint := coalesce(p_now, leaseq_now());
 BEGIN
+  IF EXISTS (SELECT 1 FROM leaseq_paused pq WHERE pq.queue = p_queue) THEN
+    RETURN; -- a paused queue leases nothing (rule 54)
+  END IF;
   RETURN QUERY
   UPDATE leaseq_jobs j
   SET status = 'leased', ready = 0, owner = p_owner, token = j.token + 1, attempts = j.attempts + 1,
@@ -222,7 +225,8 @@ $$;
 -- or whose deadline passed at p_now (the server's clock when NULL), and
 -- promotes into leaseq_jobs_ready the jobs that came due a claim may take:
 -- when it gets leaseq_sweeper; otherwise another claim is sweeping, and it
--- does nothing. Every step still skips rows other transactions hold.
+-- does nothing, as on a paused queue. Every step still skips rows other
+-- transactions hold.
 CREATE OR REPLACE FUNCTION leaseq_sweep(p_queue text, p_now bigint) RETURNS void
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
@@ -231,7 +235,8 @@ AS $$
 DECLARE
   t bigint := coalesce(p_now, leaseq_now());
 BEGIN
-  IF NOT leaseq_sweeper(p_queue) THEN
+  -- A paused queue is not swept either (rule 54): its claims write nothing.
+  IF EXISTS (SELECT 1 FROM leaseq_paused pq WHERE pq.queue = p_queue) OR NOT leaseq_sweeper(p_queue) THEN
     RETURN;
   END IF;
   UPDATE leaseq_jobs j
@@ -361,3 +366,12 @@ BEGIN
     FROM leaseq_claim(p_queue, c_owners[i], t, c_leases[i], c_maxes[i]) r;
   END LOOP;
 END $$;
+
+-- Rule 54 (Pause): one row per paused queue, written by Pause and deleted
+-- by Resume. leaseq_claim_jobs, which every claim and pool step runs, and
+-- next_due.sql read it: while a queue has its row, no process claims from
+-- it.
+CREATE TABLE IF NOT EXISTS leaseq_paused (
+  queue     text   NOT NULL PRIMARY KEY,
+  paused_at bigint NOT NULL
+);

@@ -6,10 +6,11 @@
 -- back past the instant a job was enqueued or requeued, so that a job
 -- claimable at once stays claimable (rules 1 and 15 in docs/rules.md)
 -- instead of waiting for the clock to come back. RETURNING gives the rows
--- in no promised order; the engine sorts them.
+-- in no promised order; the engine sorts them. A paused queue (rule 54)
+-- leases nothing: a Pause that committed after the idle check still wins.
 -- args: ?1 owner, ?2 now, ?3 lease end (now + lease), ?4 max, ?5 queue
 -- returns: seq, id, qty, payload, token, attempts, lease_until, deadline, priority
--- index: leaseq_jobs_ready
+-- index: leaseq_jobs_ready, leaseq_paused
 
 UPDATE leaseq_jobs
 SET status = 'leased', ready = 0, owner = ?1, token = token + 1, attempts = attempts + 1,
@@ -17,5 +18,6 @@ SET status = 'leased', ready = 0, owner = ?1, token = token + 1, attempts = atte
     due_at = CASE WHEN deadline IS NOT NULL AND deadline < ?3 THEN deadline ELSE ?3 END,
     updated_at = ?2
 WHERE seq IN (SELECT seq FROM leaseq_jobs WHERE queue = ?5 AND ready = 1 AND (due_at <= ?2 OR status = 'pending' AND coalesce(run_at, ?2) <= ?2)
+                AND NOT EXISTS (SELECT 1 FROM leaseq_paused WHERE queue = ?5)
               ORDER BY priority DESC, due_at, seq LIMIT ?4)
 RETURNING seq, id, qty, payload, token, attempts, lease_until, deadline, priority

@@ -1,9 +1,11 @@
 -- The earliest instant at which a delayed job or a lease of the queue
 -- becomes claimable, for an idle worker's sleep: the head of
--- leaseq_jobs_waiting. NULL when there is none.
+-- leaseq_jobs_waiting. NULL when there is none, and for a paused queue
+-- (rule 54), which nothing claims until Resume wakes its workers.
 -- args: ?1 queue
 -- returns: min(due_at)
--- index: leaseq_jobs_waiting
+-- index: leaseq_jobs_waiting, leaseq_paused
 
 SELECT min(due_at) FROM leaseq_jobs
 WHERE queue = ?1 AND ready = 0 AND status IN ('pending', 'leased')
+  AND NOT EXISTS (SELECT 1 FROM leaseq_paused WHERE queue = ?1)

@@ -116,3 +116,11 @@ WHEN old.status IN ('done', 'quarantined')
 BEGIN
   UPDATE leaseq_counts SET n = n - 1 WHERE queue = old.queue AND status = old.status;
 END;
+
+-- Rule 54 (Pause): one row per paused queue, written by Pause and deleted
+-- by Resume. Every claim path reads it (claim_idle, claim, next_due): while
+-- a queue has its row, no process claims from it.
+CREATE TABLE IF NOT EXISTS leaseq_paused (
+  queue     TEXT    NOT NULL PRIMARY KEY,
+  paused_at INTEGER NOT NULL
+) WITHOUT ROWID;

@@ -1,0 +1,32 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/leaseq/leaseq/internal/engine"
+)
+
+// QueuePause writes or deletes the queue's row of leaseq_paused (rule 54),
+// one statement committed on its own. leaseq_claim_jobs reads that row, so
+// the change holds for every process and host once it commits.
+func (e *Engine) QueuePause(ctx context.Context, p engine.QueuePauseParams) error {
+	_, err := write(ctx, e, func(ctx context.Context, tx engine.Execer) (struct{}, error) {
+		var err error
+		if p.Paused {
+			_, err = tx.ExecContext(ctx, stmt("pause"), p.Queue.Name, p.Queue.Clock.Arg())
+		} else {
+			_, err = tx.ExecContext(ctx, stmt("resume"), p.Queue.Name)
+		}
+		return struct{}{}, err
+	})
+	return err
+}
+
+// QueuePaused reads whether the queue is paused.
+func (e *Engine) QueuePaused(ctx context.Context, queue string) (bool, error) {
+	return read(ctx, e, func(ctx context.Context, db engine.Execer) (bool, error) {
+		var paused bool
+		err := db.QueryRowContext(ctx, stmt("paused"), queue).Scan(&paused)
+		return paused, err
+	})
+}

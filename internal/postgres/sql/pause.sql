@@ -1,0 +1,5 @@
+-- Pauses the queue $1 (rule 54 in docs/rules.md): its row in leaseq_paused,
+-- kept as it was when the queue is paused already, so that a second Pause
+-- changes nothing.
+-- args: $1 queue, $2 now (NULL: the server's clock)
+INSERT INTO leaseq_paused (queue, paused_at) VALUES ($1, coalesce($2, leaseq_now())) ON CONFLICT (queue) DO NOTHING

@@ -1,0 +1,95 @@
+package leaseq_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/leaseq/leaseq"
+	"github.com/leaseq/leaseq/internal/pgtest"
+	"github.com/leaseq/leaseq/pgxlisten"
+)
+
+// testListener is the Listener of a queue of eng at where: on PostgreSQL a
+// pgxlisten.Listener, closed when the test ends; none on SQLite, whose
+// pools watch the file.
+func testListener(t *testing.T, eng testEngine, where string) leaseq.Listener {
+	t.Helper()
+	if eng.name != "postgres" {
+		return nil
+	}
+	l := pgxlisten.New(where)
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// TestRemoteListenerReconnects: the Listener's connection killed under a
+// running pool (pg_terminate_backend) loses nothing: a job enqueued by
+// another process while it reconnects is started once it is back (the
+// pool looks once after every reconnect), and so is one enqueued after.
+func TestRemoteListenerReconnects(t *testing.T) {
+	where := postgresEngine.fresh(t)
+	db := postgresEngine.open(t, where)
+	l := pgxlisten.New(where)
+	t.Cleanup(func() { l.Close() })
+	q, err := leaseq.New(context.Background(), db, leaseq.Options{Listener: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	started := make(chan string, 4)
+	runWork(t, q, leaseq.WorkerOptions{Owner: "w", PollInterval: time.Hour},
+		func(_ context.Context, c leaseq.Claim) error {
+			started <- c.ID
+			return nil
+		})
+	waitUntil(t, 20*time.Second, "the Listener to connect", func() bool { return l.PID() != 0 })
+	waitParked(t)
+	pid := l.PID()
+	if _, err := db.Exec("SELECT pg_terminate_backend($1)", int64(pid)); err != nil {
+		t.Fatal(err)
+	}
+	remoteDo(t, postgresEngine, where, "enqueue:during")
+	if got := waitWithin(t, started, 30*time.Second, "a job enqueued while the Listener reconnected"); got != "during" {
+		t.Fatalf("started %s, want during", got)
+	}
+	waitUntil(t, 30*time.Second, "the Listener to reconnect", func() bool { return l.PID() != 0 && l.PID() != pid })
+	waitParked(t)
+	remoteDo(t, postgresEngine, where, "enqueue:after")
+	if got := waitWithin(t, started, 30*time.Second, "a job enqueued after the Listener reconnected"); got != "after" {
+		t.Fatalf("started %s, want after", got)
+	}
+}
+
+// TestRemoteServerRestart: after the PostgreSQL server restarts under a
+// running pool, its Listener reconnects on its own and a job another
+// process enqueues is started at once again. It restarts the server every
+// test of the process shares, so it runs alone.
+func TestRemoteServerRestart(t *testing.T) {
+	where := postgresEngine.fresh(t)
+	db := postgresEngine.open(t, where)
+	l := pgxlisten.New(where)
+	t.Cleanup(func() { l.Close() })
+	q, err := leaseq.New(context.Background(), db, leaseq.Options{Listener: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	started := make(chan string, 4)
+	_, logger := newLogSink() // the claims the restart cuts are logged, and retried
+	runWork(t, q, leaseq.WorkerOptions{Owner: "w", PollInterval: time.Hour, Logger: logger},
+		func(_ context.Context, c leaseq.Claim) error {
+			started <- c.ID
+			return nil
+		})
+	waitUntil(t, 20*time.Second, "the Listener to connect", func() bool { return l.PID() != 0 })
+	pid := l.PID()
+	db.SetMaxIdleConns(0) // no connection the restart cuts is used again
+	pgtest.Restart(t)
+	db.SetMaxIdleConns(2)
+	waitUntil(t, 60*time.Second, "the Listener to reconnect", func() bool { return l.PID() != 0 && l.PID() != pid })
+	remoteDo(t, postgresEngine, where, "enqueue:after-restart")
+	if got := waitWithin(t, started, 30*time.Second, "a job enqueued after the restart"); got != "after-restart" {
+		t.Fatalf("started %s, want after-restart", got)
+	}
+}

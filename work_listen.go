@@ -1,0 +1,109 @@
+package leaseq
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/leaseq/leaseq/internal/engine"
+)
+
+// Rule 56: a running pool hears of what other processes do. While it runs,
+// its engine watches for their changes (SQLite: the file's change counter;
+// PostgreSQL: Options.Listener's notifications) and wakes it as a local
+// Enqueue would.
+
+// watchStart starts the engine's watch for a pool; the function it returns
+// ends it.
+func (q *Queue) watchStart() (stop func()) {
+	var l engine.Listener
+	if q.listener != nil {
+		l = q.listener
+	}
+	return q.e.WatchStart(engine.WatchParams{Listener: l})
+}
+
+// leaseCheckGap is the least time between two checks of a pool's running
+// claims: a burst of changes costs one check per gap.
+const leaseCheckGap = 5 * time.Millisecond
+
+// heldLeases are a pool's claims whose handlers run, for the check that
+// ends a handler at once when its job was taken from it (a Cancel here or
+// in another process), not at its next heartbeat.
+type heldLeases struct {
+	mu sync.Mutex
+	m  map[string]heldLease // by job ID
+}
+
+type heldLease struct {
+	c    Claim
+	lost context.CancelCauseFunc
+}
+
+// track notes that c's handler runs, until the function it returns is
+// called.
+func (p *pool) track(c Claim, lost context.CancelCauseFunc) (untrack func()) {
+	h := &p.held
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = make(map[string]heldLease)
+	}
+	h.m[c.ID] = heldLease{c, lost}
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		delete(h.m, c.ID)
+	}
+}
+
+// watchLeases checks the running claims whenever a change that may have
+// taken one (Changes: a Cancel, or any change of another process) comes,
+// until the function it returns is called.
+func (p *pool) watchLeases() (stop func()) { return p.held.watch(p) }
+
+// watch is watchLeases, on a goroutine that is not the pool's own (the
+// tests tell a parked pool by its goroutines).
+func (h *heldLeases) watch(p *pool) (stop func()) {
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		for {
+			select {
+			case <-done:
+				return
+			case <-p.q.e.Wakers().Changes(p.q.name):
+			}
+			h.check(p)
+			select {
+			case <-done:
+				return
+			case <-time.After(leaseCheckGap):
+			}
+		}
+	}()
+	return func() { close(done); <-ended }
+}
+
+// check reads the row of each running claim and ends the handler of
+// one that is no longer its claim's (cancelled, or taken over) with
+// ErrLeaseLost. A read that fails changes nothing: the heartbeats still
+// guard the lease.
+func (held *heldLeases) check(p *pool) {
+	held.mu.Lock()
+	hs := make([]heldLease, 0, len(held.m))
+	for _, h := range held.m {
+		hs = append(hs, h)
+	}
+	held.mu.Unlock()
+	for _, h := range hs {
+		ctx, cancel := context.WithTimeout(p.bg, recordTimeout)
+		r, found, err := p.q.e.JobGet(ctx, p.q.name, h.c.ID)
+		cancel()
+		if err == nil && (!found || r.Status != string(StatusLeased) || r.Token != h.c.Token || r.Owner.String != h.c.Owner) {
+			p.log.Warn("leaseq: the job was taken from its handler (cancelled?)", p.attrs(h.c, "lease lost", time.Time{})...)
+			h.lost(ErrLeaseLost)
+		}
+	}
+}
