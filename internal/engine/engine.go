@@ -161,6 +161,8 @@ type JobRow struct {
 	// Created, else Created.
 	Due     int64
 	Created int64
+	// Kind is Job.Kind (rule 50): "" for none.
+	Kind string
 }
 
 // JobInsertManyParams are JobInsertMany's.
@@ -198,6 +200,11 @@ type ClaimRow struct {
 	LeaseUntil int64
 	Deadline   sql.NullInt64
 	Priority   int
+	// Kind, Created and RunAt are the job's kind, enqueue time and run_at
+	// (rules 50 and 51).
+	Kind    string
+	Created int64
+	RunAt   sql.NullInt64
 }
 
 // FenceKind is which fenced call a fenced statement is.
@@ -311,6 +318,7 @@ type StateRow struct {
 	Reason      sql.NullString
 	Created     int64
 	Updated     int64
+	Kind        string // rule 50
 }
 
 // JobListParams are JobList's. Status "" is every status; AfterID "" is
@@ -320,6 +328,7 @@ type JobListParams struct {
 	Status  string
 	AfterID string
 	Limit   int
+	Kind    string // "": every kind (rule 50)
 }
 
 // QueueStatsParams are QueueStats'.

@@ -14,7 +14,7 @@ import (
 
 // SchemaVersion is the schema version this engine writes to a database's
 // PRAGMA user_version (schema_version_set.sql says the same number).
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 var _ engine.Engine = (*Engine)(nil)
 

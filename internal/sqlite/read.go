@@ -76,7 +76,7 @@ func (r pooledReads) QueryRowContext(ctx context.Context, query string, args ...
 func scanState(row interface{ Scan(...any) error }) (engine.StateRow, error) {
 	var s engine.StateRow
 	err := row.Scan(&s.ID, &s.Queue, &s.Qty, &s.Payload, &s.Status, &s.Owner, &s.Token, &s.Attempts,
-		&s.MaxAttempts, &s.LeaseUntil, &s.Deadline, &s.RunAt, &s.Priority, &s.Reason, &s.Created, &s.Updated)
+		&s.MaxAttempts, &s.LeaseUntil, &s.Deadline, &s.RunAt, &s.Priority, &s.Reason, &s.Created, &s.Updated, &s.Kind)
 	if err != nil {
 		return engine.StateRow{}, err
 	}
@@ -115,16 +115,28 @@ func (e *Engine) JobList(ctx context.Context, p engine.JobListParams) ([]engine.
 				return nil, err
 			}
 		}
-		query, args := stmt("list_all"), []any{p.Queue, after, p.Limit}
-		if p.Status != "" {
-			query, args = stmt("list_status"), []any{p.Queue, p.Status, after, p.Limit}
-		}
+		query, args := listQuery(p, after)
 		rows, err := db.QueryContext(ctx, query, args...)
 		if err != nil {
 			return nil, err
 		}
 		return scanStates(rows)
 	})
+}
+
+// listQuery is the statement of List's page p after the seq after, with
+// its arguments: by kind (rule 50) a range of leaseq_jobs_kind, else of
+// leaseq_jobs_status.
+func listQuery(p engine.JobListParams, after int64) (string, []any) {
+	switch {
+	case p.Kind != "" && p.Status != "":
+		return stmt("list_kind"), []any{p.Queue, p.Kind, p.Status, after, p.Limit}
+	case p.Kind != "":
+		return stmt("list_kind_all"), []any{p.Queue, p.Kind, after, p.Limit}
+	case p.Status != "":
+		return stmt("list_status"), []any{p.Queue, p.Status, after, p.Limit}
+	}
+	return stmt("list_all"), []any{p.Queue, after, p.Limit}
 }
 
 // scanStates reads every row of rows as a job's.

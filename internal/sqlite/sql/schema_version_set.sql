@@ -3,4 +3,4 @@
 -- migration. A pragma takes no placeholder, so the number is written here.
 -- SQLite only.
 
-PRAGMA user_version = 3
+PRAGMA user_version = 4
