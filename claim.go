@@ -91,5 +91,5 @@ func (q *Queue) claimN(ctx context.Context, op, owner string, lease time.Duratio
 func (q *Queue) claim(r engine.ClaimRow) Claim {
 	return Claim{ID: r.ID, Qty: r.Qty, Payload: r.Payload, Queue: q.name, Owner: r.Owner, Token: r.Token,
 		Attempt: r.Attempt, LeaseUntil: fromMillis(r.LeaseUntil), Deadline: nullTime(r.Deadline), Priority: r.Priority,
-		Kind: r.Kind, EnqueuedAt: fromMillis(r.Created), RunAt: nullTime(r.RunAt)}
+		Kind: r.Kind, EnqueuedAt: fromMillis(r.Created), RunAt: nullTime(r.RunAt), MaxAttempts: r.MaxAttempts}
 }

@@ -107,6 +107,9 @@ type Claim struct {
 	// ended; zero: none. The job has been claimable since the later of
 	// EnqueuedAt and RunAt, unless an earlier lease of it ran out since.
 	RunAt time.Time
+	// MaxAttempts is the job's: the claim whose Attempt reaches it is the
+	// last, and a Release of it quarantines the job.
+	MaxAttempts int
 }
 
 // State is a snapshot of one job's row, as [Queue.Get] and [Queue.List]

@@ -200,11 +200,12 @@ type ClaimRow struct {
 	LeaseUntil int64
 	Deadline   sql.NullInt64
 	Priority   int
-	// Kind, Created and RunAt are the job's kind, enqueue time and run_at
-	// (rules 50 and 51).
-	Kind    string
-	Created int64
-	RunAt   sql.NullInt64
+	// Kind, Created, RunAt and MaxAttempts are the job's kind, enqueue
+	// time, run_at and max_attempts (rules 50 and 51).
+	Kind        string
+	Created     int64
+	RunAt       sql.NullInt64
+	MaxAttempts int
 }
 
 // FenceKind is which fenced call a fenced statement is.

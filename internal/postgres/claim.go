@@ -94,7 +94,8 @@ type seqClaim struct {
 }
 
 // scanClaims reads the rows of claim.sql (seq, id, qty, payload, token,
-// attempts, lease_until, deadline, priority, kind, created_at, run_at) as
+// attempts, lease_until, deadline, priority, kind, created_at, run_at,
+// max_attempts) as
 // claims of owner, highest
 // priority first, then in enqueue order.
 func scanClaims(rows *sql.Rows, owner string) ([]engine.ClaimRow, error) {
@@ -103,7 +104,7 @@ func scanClaims(rows *sql.Rows, owner string) ([]engine.ClaimRow, error) {
 	for rows.Next() {
 		c := seqClaim{ClaimRow: engine.ClaimRow{Owner: owner}}
 		if err := rows.Scan(&c.seq, &c.ID, &c.Qty, &c.Payload, &c.Token, &c.Attempt, &c.LeaseUntil, &c.Deadline, &c.Priority,
-			&c.Kind, &c.Created, &c.RunAt); err != nil {
+			&c.Kind, &c.Created, &c.RunAt, &c.MaxAttempts); err != nil {
 			return nil, err
 		}
 		got = append(got, c.read())

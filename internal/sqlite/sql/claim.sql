@@ -8,7 +8,7 @@
 -- instead of waiting for the clock to come back. RETURNING gives the rows
 -- in no promised order; the engine sorts them.
 -- args: ?1 owner, ?2 now, ?3 lease end (now + lease), ?4 max, ?5 queue
--- returns: seq, id, qty, payload, token, attempts, lease_until, deadline, priority, kind, created_at, run_at
+-- returns: seq, id, qty, payload, token, attempts, lease_until, deadline, priority, kind, created_at, run_at, max_attempts
 -- index: leaseq_jobs_ready
 
 UPDATE leaseq_jobs
@@ -18,4 +18,4 @@ SET status = 'leased', ready = 0, owner = ?1, token = token + 1, attempts = atte
     updated_at = ?2
 WHERE seq IN (SELECT seq FROM leaseq_jobs WHERE queue = ?5 AND ready = 1 AND (due_at <= ?2 OR status = 'pending' AND coalesce(run_at, ?2) <= ?2)
               ORDER BY priority DESC, due_at, seq LIMIT ?4)
-RETURNING seq, id, qty, payload, token, attempts, lease_until, deadline, priority, kind, created_at, run_at
+RETURNING seq, id, qty, payload, token, attempts, lease_until, deadline, priority, kind, created_at, run_at, max_attempts
