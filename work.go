@@ -368,16 +368,16 @@ func (p *pool) start(c Claim) {
 // then records the result.
 func (p *pool) handle(c Claim) {
 	began := time.Now()
-	o := p.started(c)
+	r := p.started(c)
 	ctx, cancel := context.WithCancelCause(p.handlers)
 	defer cancel(nil)
 	k := p.keepLease(c, cancel)
-	err := p.call(ctx, c)
-	o.Run = time.Since(began)
+	err := p.call(r.context(ctx), c)
+	r.o.Run = time.Since(began)
 	c = k.release()
 	cause := context.Cause(ctx)
 	p.done <- struct{}{}
-	p.record(c, err, cause, began, o)
+	p.record(c, err, cause, began, r)
 }
 
 // call runs the handler, turning a panic into an error whose text holds
@@ -493,8 +493,8 @@ func (p *pool) untilLeaseEnd(c Claim) time.Duration {
 // nil, Fail for Permanent, Release otherwise — at once if the handler was
 // stopped by the shutdown. A database error is retried while the claim can
 // still win (until its lease ends); a refusal is logged and never retried.
-// What became of it is reported with o (rule 51).
-func (p *pool) record(c Claim, err, cause error, began time.Time, o Outcome) {
+// What became of it is reported to r (rule 51).
+func (p *pool) record(c Claim, err, cause error, began time.Time, r *run) {
 	var quarantined bool
 	outcome, write := p.outcome(c, err, cause, &quarantined)
 	for n := 1; ; n++ {
@@ -508,15 +508,15 @@ func (p *pool) record(c Claim, err, cause error, began time.Time, o Outcome) {
 		switch {
 		case werr == nil && ok:
 			p.log.Debug("leaseq: job "+outcome, p.attrs(c, outcome, began, "error", err)...)
-			p.report(o, c, err, accepted(outcome, quarantined))
+			p.report(r, c, err, accepted(outcome, quarantined))
 			return
 		case werr == nil:
 			p.log.Warn("leaseq: result refused; the lease was lost", p.attrs(c, outcome, began, "error", err)...)
-			p.report(o, c, err, OutcomeRefused)
+			p.report(r, c, err, OutcomeRefused)
 			return
 		case p.fatal(werr) != nil || p.untilLeaseEnd(c) <= 0:
 			p.log.Error("leaseq: recording a result failed", p.attrs(c, outcome, began, "error", werr)...)
-			p.report(o, c, err, OutcomeUnrecorded)
+			p.report(r, c, err, OutcomeUnrecorded)
 			return
 		}
 		p.log.Error("leaseq: recording a result failed; retrying", p.attrs(c, outcome, began, "error", werr)...)

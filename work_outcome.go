@@ -3,6 +3,7 @@ package leaseq
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/leaseq/leaseq/internal/engine"
@@ -57,13 +58,62 @@ func withMiddleware(h Handler, mw []func(Handler) Handler) (Handler, string) {
 	return h, ""
 }
 
-// started is the Outcome of a handler of c starting now: its wait.
-func (p *pool) started(c Claim) Outcome {
+// run is one handler run's outcome as it is found out, and the functions
+// AfterOutcome registered for it.
+type run struct {
+	o     Outcome
+	mu    sync.Mutex
+	after []func(Outcome)
+	told  bool // the outcome was reported: no more registrations
+}
+
+type runKey struct{}
+
+// started is the run of a handler of c starting now, with its wait.
+func (p *pool) started(c Claim) *run {
 	from := c.EnqueuedAt
 	if c.RunAt.After(from) {
 		from = c.RunAt
 	}
-	return Outcome{Wait: max(p.q.clock.Now().Sub(from), 0)}
+	return &run{o: Outcome{Wait: max(p.q.clock.Now().Sub(from), 0)}}
+}
+
+// context is the handler's ctx, through which AfterOutcome finds r.
+func (r *run) context(ctx context.Context) context.Context {
+	return context.WithValue(ctx, runKey{}, r)
+}
+
+// AfterOutcome registers f to be called with the Outcome of the handler run
+// whose context ctx is (one Work gave its handler, or derived from it),
+// once the queue decided what became of its result, before
+// WorkerOptions.OnOutcome and on the same goroutine, which is also the one
+// the handler ran on. It is for middleware that must see what became of
+// the run, as a trace span that says so. It reports false, and f is never
+// called, for any other context (a handler called by Process, or by hand)
+// and once the run's outcome was reported.
+func AfterOutcome(ctx context.Context, f func(Outcome)) bool {
+	r, ok := ctx.Value(runKey{}).(*run)
+	if !ok || f == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.told {
+		return false
+	}
+	r.after = append(r.after, f)
+	return true
+}
+
+// outcome closes r to registrations and returns its outcome and its
+// functions.
+func (r *run) outcome(c Claim, err error, result string) (Outcome, []func(Outcome)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.told = true
+	o := r.o
+	o.Claim, o.Err, o.Result = c, err, result
+	return o, r.after
 }
 
 // released is the write of the pool's Release of c: Queue.Release, which
@@ -96,17 +146,26 @@ func accepted(outcome string, quarantined bool) string {
 	return OutcomeReleased
 }
 
-// report gives o, the run of c with the handler's error err, with result to
-// OnOutcome. A panic there is logged and goes no further: the pool runs on.
-func (p *pool) report(o Outcome, c Claim, err error, result string) {
-	if p.opts.OnOutcome == nil {
-		return
+// report gives the outcome of r, the run of c with the handler's error
+// err, with result to the functions AfterOutcome registered, then to
+// OnOutcome.
+func (p *pool) report(r *run, c Claim, err error, result string) {
+	o, after := r.outcome(c, err, result)
+	for _, f := range after {
+		p.tell("AfterOutcome", f, o)
 	}
-	o.Claim, o.Err, o.Result = c, err, result
+	if p.opts.OnOutcome != nil {
+		p.tell("OnOutcome", p.opts.OnOutcome, o)
+	}
+}
+
+// tell calls f with o. A panic there is logged and goes no further: the
+// pool runs on.
+func (p *pool) tell(what string, f func(Outcome), o Outcome) {
 	defer func() {
 		if v := recover(); v != nil {
-			p.log.Error("leaseq: OnOutcome panicked", p.attrs(c, result, time.Time{}, "panic", fmt.Sprint(v))...)
+			p.log.Error("leaseq: "+what+" panicked", p.attrs(o.Claim, o.Result, time.Time{}, "panic", fmt.Sprint(v))...)
 		}
 	}()
-	p.opts.OnOutcome(o)
+	f(o)
 }

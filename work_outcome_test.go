@@ -354,3 +354,47 @@ func TestOutcomeShutdown(t *testing.T) {
 		}
 	})
 }
+
+// TestAfterOutcome: a function registered through a Work handler's context
+// hears the run's outcome before OnOutcome does; any other context
+// registers nothing (false), and so does the run's once it was reported.
+func TestAfterOutcome(t *testing.T) {
+	forEngines(t, func(t *testing.T, e testEngine) {
+		f := newFixture(t, e, leaseq.Options{})
+		mustEnqueue(t, f.q, leaseq.Job{ID: "a"})
+		if leaseq.AfterOutcome(context.Background(), func(leaseq.Outcome) {}) {
+			t.Fatal("AfterOutcome on a context of no run reported true")
+		}
+		var order []string
+		kept := make(chan context.Context, 1)
+		l := newOutcomeLog()
+		opts := workOpts(l)
+		opts.Concurrency = 1
+		opts.OnOutcome = func(o leaseq.Outcome) { order = append(order, "OnOutcome "+o.Result); l.add(o) }
+		w := runWork(t, f.q, opts, func(ctx context.Context, c leaseq.Claim) error {
+			ok := leaseq.AfterOutcome(ctx, func(o leaseq.Outcome) { order = append(order, "after "+o.Claim.ID+" "+o.Result) })
+			order = append(order, fmt.Sprint("registered ", ok))
+			kept <- ctx
+			return nil
+		})
+		l.wait(t, 1)
+		ctx := waitFor(t, kept, "the handler's context")
+		if leaseq.AfterOutcome(ctx, func(leaseq.Outcome) { t.Error("called after the outcome was reported") }) {
+			t.Fatal("AfterOutcome after the run's outcome reported true")
+		}
+		w.stop(t)
+		if want := "[registered true after a finished OnOutcome finished]"; fmt.Sprint(order) != want {
+			t.Fatalf("order: %v, want %s", order, want)
+		}
+		mustEnqueue(t, f.q, leaseq.Job{ID: "p"})
+		_, err := f.q.Process(f.ctx, "w", time.Minute, func(ctx context.Context, c leaseq.Claim) error {
+			if leaseq.AfterOutcome(ctx, func(leaseq.Outcome) {}) {
+				t.Error("AfterOutcome in a Process handler reported true")
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
