@@ -16,6 +16,7 @@ package leaseqotel
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/leaseq/leaseq"
 	"go.opentelemetry.io/otel/attribute"
@@ -106,6 +107,9 @@ func endSpan(span trace.Span, err error, result string) {
 	span.End()
 }
 
+// outcomeKey is the attributes of one outcome's measurements.
+type outcomeKey struct{ queue, kind, result string }
+
 // Outcomes creates with mp's meter, and returns the WorkerOptions.OnOutcome
 // that feeds, the instruments of handler runs:
 //
@@ -130,9 +134,15 @@ func Outcomes(mp metric.MeterProvider) (func(leaseq.Outcome), error) {
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return nil, err
 	}
+	var sets sync.Map // outcomeKey → metric.MeasurementOption, made once each
 	return func(o leaseq.Outcome) {
-		set := metric.WithAttributeSet(attribute.NewSet(attribute.String("messaging.destination.name", o.Claim.Queue),
-			KindKey.String(o.Claim.Kind), OutcomeKey.String(o.Result)))
+		k := outcomeKey{o.Claim.Queue, o.Claim.Kind, o.Result}
+		v, ok := sets.Load(k)
+		if !ok {
+			v, _ = sets.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(
+				attribute.String("messaging.destination.name", k.queue), KindKey.String(k.kind), OutcomeKey.String(k.result))))
+		}
+		set := v.(metric.MeasurementOption)
 		ctx := context.Background()
 		run.Record(ctx, o.Run.Seconds(), set)
 		wait.Record(ctx, o.Wait.Seconds(), set)

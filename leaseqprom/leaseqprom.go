@@ -14,6 +14,7 @@ package leaseqprom
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/leaseq/leaseq"
@@ -90,10 +91,26 @@ func NewOutcomes(reg prometheus.Registerer) (func(leaseq.Outcome), error) {
 			return nil, err
 		}
 	}
+	var series sync.Map // seriesKey → *seriesOf, looked up once each
 	return func(o leaseq.Outcome) {
-		q, k := o.Claim.Queue, o.Claim.Kind
-		outcomes.WithLabelValues(q, k, o.Result).Inc()
-		run.WithLabelValues(q, k).Observe(o.Run.Seconds())
-		wait.WithLabelValues(q, k).Observe(o.Wait.Seconds())
+		k := seriesKey{o.Claim.Queue, o.Claim.Kind, o.Result}
+		v, ok := series.Load(k)
+		if !ok {
+			v, _ = series.LoadOrStore(k, &seriesOf{outcomes.WithLabelValues(k.queue, k.kind, k.result),
+				run.WithLabelValues(k.queue, k.kind), wait.WithLabelValues(k.queue, k.kind)})
+		}
+		s := v.(*seriesOf)
+		s.outcomes.Inc()
+		s.run.Observe(o.Run.Seconds())
+		s.wait.Observe(o.Wait.Seconds())
 	}, nil
+}
+
+// seriesKey is the labels of one outcome's series.
+type seriesKey struct{ queue, kind, result string }
+
+// seriesOf is the series an outcome of one seriesKey adds to.
+type seriesOf struct {
+	outcomes  prometheus.Counter
+	run, wait prometheus.Observer
 }
