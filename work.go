@@ -71,9 +71,9 @@ type WorkerOptions struct {
 	Middleware []func(Handler) Handler
 	// OnOutcome, if not nil, is called once per handler run, after the
 	// queue decided what became of its result (see Outcome), on the
-	// goroutine that recorded it; Work returns only after every call
-	// returned. It should return quickly: the next result of the same
-	// handler slot waits for it. A panic in it is logged.
+	// goroutine that recorded it, after the handler's slot was freed;
+	// Work returns only after every call returned. Calls of several runs
+	// may overlap. A panic in it is logged.
 	OnOutcome func(Outcome)
 }
 

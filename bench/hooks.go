@@ -39,8 +39,9 @@ func observed(opts *leaseq.WorkerOptions) {
 }
 
 // hooksRate runs k jobs through Work with concurrency g on a fresh file,
-// with set applied to the options (nil: none), and returns jobs/s.
-func hooksRate(name string, g, k int, set func(*leaseq.WorkerOptions)) float64 {
+// with set applied to the options (nil: none), and returns jobs/s and the
+// process CPU time per job.
+func hooksRate(name string, g, k int, set func(*leaseq.WorkerOptions)) (float64, time.Duration) {
 	q := newLeaseq(name, "FULL", leaseq.Options{})
 	defer q.DB().Close()
 	fillLeaseq(q, k)
@@ -51,6 +52,7 @@ func hooksRate(name string, g, k int, set func(*leaseq.WorkerOptions)) float64 {
 	var done atomic.Int64
 	all := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
+	cpu0 := cpuTime()
 	start := time.Now()
 	returned := make(chan error, 1)
 	go func() {
@@ -64,16 +66,26 @@ func hooksRate(name string, g, k int, set func(*leaseq.WorkerOptions)) float64 {
 	<-all
 	cancel()
 	check(<-returned)
-	return float64(k) / time.Since(start).Seconds()
+	return float64(k) / time.Since(start).Seconds(), (cpuTime() - cpu0) / time.Duration(k)
 }
 
 func hooksMode() {
 	k := n(20000)
+	var cpuOff, cpuOn []time.Duration
+	rate := func(name string, set func(*leaseq.WorkerOptions), cpu *[]time.Duration) func() float64 {
+		return func() float64 {
+			r, c := hooksRate(name, 16, k, set)
+			*cpu = append(*cpu, c)
+			return r
+		}
+	}
 	runRounds("hooks: Work(16) with leaseqotel's middleware and both modules' outcome hooks, and without", []measure{
-		{"leaseq Work, Concurrency 16", "jobs/s", func() float64 { return hooksRate("hooks-off.db", 16, k, nil) }},
-		{"leaseq Work, Concurrency 16, traced and measured", "jobs/s", func() float64 { return hooksRate("hooks-on.db", 16, k, observed) }},
+		{"leaseq Work, Concurrency 16", "jobs/s", rate("hooks-off.db", nil, &cpuOff)},
+		{"leaseq Work, Concurrency 16, traced and measured", "jobs/s", rate("hooks-on.db", observed, &cpuOn)},
 	}, []ratio{
 		{"with / without", 1, 0, "≥ 0.9"},
 	})
+	fmt.Printf("  CPU per job: median %v without, %v with\n", time.Duration(median(durations(cpuOff))),
+		time.Duration(median(durations(cpuOn))))
 	fmt.Println("  (spans: an SDK tracer provider, batch processor, exporter that drops them; metrics: an SDK meter provider and a Prometheus registry)")
 }
