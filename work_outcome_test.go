@@ -398,3 +398,36 @@ func TestAfterOutcome(t *testing.T) {
 		}
 	})
 }
+
+// TestOutcomesRealClock: on the system clock (the server's on PostgreSQL,
+// where a pool's finishes go through its step), the fence's instant still
+// decides: a release on the last attempt and one whose delay reaches the
+// deadline are quarantined, one with attempts and time left released.
+func TestOutcomesRealClock(t *testing.T) {
+	forEngines(t, func(t *testing.T, e testEngine) {
+		q := realQueue(t, e)
+		boom := errors.New("boom")
+		mustEnqueue(t, q, leaseq.Job{ID: "ok"}, leaseq.Job{ID: "last", MaxAttempts: 1},
+			leaseq.Job{ID: "late", Deadline: time.Now().Add(time.Hour)}, leaseq.Job{ID: "retry"})
+		l := newOutcomeLog()
+		runWork(t, q, workOpts(l), func(ctx context.Context, c leaseq.Claim) error {
+			switch c.ID {
+			case "last", "retry":
+				return boom
+			case "late":
+				return leaseq.RetryAfter(2*time.Hour, boom)
+			}
+			return nil
+		})
+		got := l.wait(t, 4)
+		for id, want := range map[string]string{"ok": leaseq.OutcomeFinished, "last": leaseq.OutcomeQuarantined,
+			"late": leaseq.OutcomeQuarantined, "retry": leaseq.OutcomeReleased} {
+			if got[id].Result != want {
+				t.Errorf("outcome of %s: %q, want %q", id, got[id].Result, want)
+			}
+			if st := mustGet(t, q, id); (st.Status == leaseq.StatusQuarantined) != (want == leaseq.OutcomeQuarantined) {
+				t.Errorf("row of %s: %s, outcome %s", id, st.Status, got[id].Result)
+			}
+		}
+	})
+}
