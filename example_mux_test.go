@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/leaseq/leaseq"
 )
@@ -59,19 +60,24 @@ func ExampleMux() {
 	if err != nil {
 		panic(err)
 	}
-	// One handler at a time, so that the lines below come in order; the
+	// One handler at a time, so that the handlers' lines come in order; the
 	// pool stops once it has heard the four outcomes.
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
-	seen := 0
+	var mu sync.Mutex
+	results := map[string]string{}
 	err = q.Work(wctx, leaseq.WorkerOptions{Owner: "worker-1", OnOutcome: func(o leaseq.Outcome) {
-		fmt.Printf("%s: %s\n", o.Claim.ID, o.Result)
-		if seen++; seen == 4 {
+		mu.Lock()
+		defer mu.Unlock()
+		if results[o.Claim.ID] = o.Result; len(results) == 4 {
 			stop()
 		}
 	}}, m.ServeJob)
 	if err != nil {
 		panic(err)
+	}
+	for _, id := range []string{"mail-1", "report-1", "fax-1", "mail-2"} {
+		fmt.Printf("%s: %s\n", id, results[id])
 	}
 	for _, id := range []string{"fax-1", "mail-2"} {
 		st, err := q.Get(ctx, id)
@@ -82,8 +88,8 @@ func ExampleMux() {
 	}
 	// Output:
 	// mail-1: mail "Your order shipped" to ann@example.com
-	// mail-1: finished
 	// report-1: building the report
+	// mail-1: finished
 	// report-1: finished
 	// fax-1: failed
 	// mail-2: failed
