@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/leaseq/leaseq"
 	"github.com/leaseq/leaseq/leaseqprom"
@@ -51,10 +52,10 @@ func Example() {
 	}
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
-	seen := 0
+	var seen atomic.Int32 // the calls of several runs may overlap
 	err = q.Work(wctx, leaseq.WorkerOptions{Owner: "w1", OnOutcome: func(o leaseq.Outcome) {
 		onOutcome(o)
-		if seen++; seen == 3 {
+		if seen.Add(1) == 3 {
 			stop()
 		}
 	}}, func(ctx context.Context, c leaseq.Claim) error {
