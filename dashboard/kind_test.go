@@ -19,7 +19,7 @@ func TestKinds(t *testing.T) { forEngines(t, testKinds) }
 func testKinds(t *testing.T, e engine) {
 	s := newSite(t, e, dashboard.Options{PageSize: 1})
 	s.enqueue(s.q, leaseq.Job{ID: "a", Kind: "email.send"}, leaseq.Job{ID: "b"}, leaseq.Job{ID: "c", Kind: "email.send"},
-		leaseq.Job{ID: "d", Kind: "sms"})
+		leaseq.Job{ID: "d", Kind: "sms"}, leaseq.Job{ID: "e", Kind: "<b>x</b>"})
 	kindLink := `<a href="jobs?queue=default&amp;kind=email.send">email.send</a>`
 	if body := s.page("jobs?queue=default"); !strings.Contains(body, `<td class="kind">`+kindLink+`</td>`) {
 		t.Errorf("list lacks the kind's link %s\n%s", kindLink, body)
@@ -47,6 +47,9 @@ func testKinds(t *testing.T, e engine) {
 	body = s.page("job?" + url.Values{"queue": {"default"}, "id": {"d"}}.Encode())
 	if want := `<dt>Kind</dt><dd><a href="jobs?queue=default&amp;kind=sms">sms</a></dd>`; !strings.Contains(body, want) {
 		t.Errorf("job page lacks %s\n%s", want, body)
+	}
+	if body := s.page("jobs?" + url.Values{"queue": {"default"}, "kind": {"<b>x</b>"}}.Encode()); !strings.Contains(body, `&lt;b&gt;x&lt;/b&gt;</a>`) || strings.Contains(body, "<b>x") {
+		t.Errorf("a kind with markup is not shown as text")
 	}
 	if code, _ := s.get("jobs?queue=default&kind=" + strings.Repeat("k", 65)); code != http.StatusBadRequest {
 		t.Errorf("a kind over 64 bytes: status %d, want 400", code)
