@@ -90,5 +90,6 @@ func (q *Queue) claimN(ctx context.Context, op, owner string, lease time.Duratio
 // claim is the public Claim of a row the engine claimed on q.
 func (q *Queue) claim(r engine.ClaimRow) Claim {
 	return Claim{ID: r.ID, Qty: r.Qty, Payload: r.Payload, Queue: q.name, Owner: r.Owner, Token: r.Token,
-		Attempt: r.Attempt, LeaseUntil: fromMillis(r.LeaseUntil), Deadline: nullTime(r.Deadline), Priority: r.Priority}
+		Attempt: r.Attempt, LeaseUntil: fromMillis(r.LeaseUntil), Deadline: nullTime(r.Deadline), Priority: r.Priority,
+		Kind: r.Kind, EnqueuedAt: fromMillis(r.Created), RunAt: nullTime(r.RunAt), MaxAttempts: r.MaxAttempts}
 }

@@ -127,7 +127,8 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx *sql.Tx, jobs ...Job) error {
 // defaults filled in, and when it is due.
 func (q *Queue) newRow(j Job, now int64) engine.JobRow {
 	r := engine.JobRow{ID: j.ID, Qty: j.Qty, Payload: j.Payload, MaxAttempts: cmp.Or(j.MaxAttempts, q.maxAttempts),
-		Deadline: nullMillis(j.Deadline), RunAt: nullMillis(j.RunAt), Priority: j.Priority, Due: now, Created: now}
+		Deadline: nullMillis(j.Deadline), RunAt: nullMillis(j.RunAt), Priority: j.Priority, Due: now, Created: now,
+		Kind: j.Kind}
 	if r.Payload == nil {
 		r.Payload = []byte{} // a nil []byte binds as NULL
 	}

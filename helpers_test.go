@@ -134,9 +134,9 @@ func fmtState(s leaseq.State) string {
 	if s.Queue == "" {
 		s.Queue = leaseq.DefaultName
 	}
-	return fmt.Sprintf("{queue=%q status=%s owner=%q token=%d attempts=%d/%d lease_until=%s deadline=%s run_at=%s priority=%d qty=%d payload=%q reason=%q}",
+	return fmt.Sprintf("{queue=%q status=%s owner=%q token=%d attempts=%d/%d lease_until=%s deadline=%s run_at=%s priority=%d qty=%d payload=%q reason=%q kind=%q}",
 		s.Queue, s.Status, s.Owner, s.Token, s.Attempts, s.MaxAttempts, relMS(s.LeaseUntil), relMS(s.Deadline),
-		relMS(s.RunAt), s.Priority, s.Qty, s.Payload, s.Reason)
+		relMS(s.RunAt), s.Priority, s.Qty, s.Payload, s.Reason, s.Kind)
 }
 
 // fmtRow is fmtState with the enqueue and last-change times: every field

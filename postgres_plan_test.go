@@ -112,6 +112,10 @@ func fillPlanShape(t *testing.T, db *sql.DB, clock *leaseq.ManualClock) {
 			t.Fatal(err)
 		}
 	}
+	// Rule 50: one job in 50 has a kind, for List by kind.
+	if _, err := db.Exec(`UPDATE leaseq_jobs SET kind = 'mail' WHERE seq % 50 = 0`); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // planCall is one call whose statements' plans are checked, and the
@@ -183,6 +187,14 @@ func planCalls(q *leaseq.Queue, clock *leaseq.ManualClock) []planCall {
 			_, err := q.List(ctx, leaseq.Filter{AfterID: "done50000", Limit: 10})
 			return err
 		}, headerIndexes("list_all")},
+		{"list by kind", func(ctx context.Context) error {
+			_, err := q.List(ctx, leaseq.Filter{Kind: "mail", AfterID: "done50000", Limit: 10})
+			return err
+		}, []string{"leaseq_jobs_kind"}},
+		{"list by kind and status", func(ctx context.Context) error {
+			_, err := q.List(ctx, leaseq.Filter{Kind: "mail", Status: leaseq.StatusLeased, Limit: 10})
+			return err
+		}, []string{"leaseq_jobs_kind"}},
 		{"activity", func(ctx context.Context) error {
 			_, err := q.Activity(ctx, clock.Now().Add(-time.Hour))
 			return err

@@ -276,7 +276,8 @@ func state(r engine.StateRow) State {
 	s := State{ID: r.ID, Queue: r.Queue, Qty: r.Qty, Payload: r.Payload, Status: Status(r.Status),
 		Owner: r.Owner.String, Token: r.Token, Attempts: r.Attempts, MaxAttempts: r.MaxAttempts,
 		LeaseUntil: nullTime(r.LeaseUntil), Deadline: nullTime(r.Deadline), RunAt: nullTime(r.RunAt),
-		Priority: r.Priority, Reason: r.Reason.String, EnqueuedAt: fromMillis(r.Created), UpdatedAt: fromMillis(r.Updated)}
+		Priority: r.Priority, Reason: r.Reason.String, EnqueuedAt: fromMillis(r.Created), UpdatedAt: fromMillis(r.Updated),
+		Kind: r.Kind}
 	if len(s.Payload) == 0 {
 		s.Payload = nil
 	}

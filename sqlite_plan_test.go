@@ -30,7 +30,7 @@ import (
 var planned = []string{"sweep_leased", "sweep_pending", "promote", "claim", "claim_idle",
 	"finish", "extend", "release", "fail", "cancel", "requeue", "insert", "get", "stats",
 	"list_status", "list_all", "list_after", "purge_tokens", "purge", "activity", "next_due",
-	"operate_refusal", "queues", "resume", "paused"}
+	"operate_refusal", "queues", "resume", "paused", "list_kind", "list_kind_all", "fence_check"}
 
 type planWant struct {
 	name    string
@@ -76,7 +76,7 @@ func TestPlannedStatementsHaveHeaders(t *testing.T) {
 
 // partialIndexes are the indexes whose loss must make some plan fail.
 var partialIndexes = []string{"leaseq_jobs_ready", "leaseq_jobs_waiting", "leaseq_jobs_doomed",
-	"leaseq_jobs_pending_deadline", "leaseq_jobs_status", "leaseq_jobs_finished"}
+	"leaseq_jobs_pending_deadline", "leaseq_jobs_status", "leaseq_jobs_finished", "leaseq_jobs_kind"}
 
 var paramRE = regexp.MustCompile(`\?(\d+)`)
 
@@ -146,6 +146,9 @@ func newPlanDB(t *testing.T, filled bool) *sql.DB {
 		var jobs []Job
 		for i := range 600 {
 			j := Job{ID: fmt.Sprint(name, i), Priority: i%5 - 2}
+			if i%3 == 0 {
+				j.Kind = "mail" // rule 50: a third of the jobs have a kind
+			}
 			switch i % 4 {
 			case 1:
 				j.RunAt = clock.Now().Add(time.Hour)

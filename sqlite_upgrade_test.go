@@ -30,6 +30,10 @@ import (
 const v1Columns = `SELECT seq, id, qty, payload, status, owner, token, attempts, max_attempts,
 	lease_until, deadline, reason, created_at, updated_at FROM leaseq_jobs ORDER BY seq`
 
+// v3Columns selects every column versions 2 and 3 had, in their order.
+const v3Columns = `SELECT seq, queue, id, qty, payload, status, owner, token, attempts, max_attempts,
+	lease_until, deadline, reason, run_at, priority, due_at, ready, created_at, updated_at FROM leaseq_jobs ORDER BY seq`
+
 // schemaOf selects the database's schema, for showing that nothing changed.
 const schemaOf = `SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY name`
 
@@ -326,12 +330,12 @@ func TestUpgradeFromV2(t *testing.T) {
 	if v := userVersion(t, raw); v != 2 {
 		t.Fatalf("testdata/schema-v2.db has user_version %d, want 2", v)
 	}
-	rows := dumpQuery(t, raw, "SELECT * FROM leaseq_jobs ORDER BY seq")
+	rows := dumpQuery(t, raw, v3Columns)
 	f := openFixture(t, sqliteEngine, path, leaseq.Options{Clock: leaseq.NewManualClock(time.Date(2026, 6, 1, 0, 0, 1, 0, time.UTC))})
 	if v := userVersion(t, raw); v != leaseq.SchemaVersion {
 		t.Fatalf("user_version after New: %d, want %d", v, leaseq.SchemaVersion)
 	}
-	if got := dumpQuery(t, raw, "SELECT * FROM leaseq_jobs ORDER BY seq"); got != rows {
+	if got := dumpQuery(t, raw, v3Columns); got != rows {
 		t.Fatalf("the upgrade changed rows:\n got\n%s want\n%s", got, rows)
 	}
 	mail := f.queue("mail")

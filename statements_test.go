@@ -19,13 +19,15 @@ var engineOnly = map[string][]string{
 	// lock, its claim sweeps are statements of the claim's transaction
 	// (leaseq_sweep on PostgreSQL), its purge is two statements under the
 	// write lock, and its schema is versioned in PRAGMA user_version with
-	// upgrades from versions 1 and 2. An InTx or FinishTx function runs in
-	// a savepoint of its own (tx_savepoint*), as its transaction may be
-	// shared; on PostgreSQL the transaction is its own, rolled back whole.
+	// upgrades from versions 1 and 2; it adds the kind of version 4 in a
+	// script of its own (schema_kind), where PostgreSQL's schema script
+	// adds it if missing. An InTx or FinishTx function runs in a savepoint
+	// of its own (tx_savepoint*), as its transaction may be shared; on
+	// PostgreSQL the transaction is its own, rolled back whole.
 	"sqlite": {"begin", "change_counter", "claim_idle", "commit", "journal_mode", "main_file", "open_check",
 		"promote", "purge_tokens", "rollback", "sweep_leased", "sweep_pending",
 		"tx_savepoint", "tx_savepoint_release", "tx_savepoint_rollback",
-		"upgrade_counts", "upgrade_v1", "upgrade_v1_copy", "upgrade_v2"},
+		"upgrade_counts", "upgrade_v1", "upgrade_v1_copy", "upgrade_v2", "schema_kind"},
 	// PostgreSQL: commits cut short are found out by an advisory-lock mark
 	// (mark, mark_wait, committed, settled, insert_written, insert_taken),
 	// batches are one statement over arrays (insert_many, finish_many),

@@ -55,7 +55,8 @@ func (q *Queue) List(ctx context.Context, f Filter) ([]State, error) {
 	if f.AfterID != "" && nameProblem("AfterID", f.AfterID) != "" {
 		return nil, opError("list", "", fmt.Errorf("AfterID %q: %w", f.AfterID, ErrNotFound)) // see storedNames
 	}
-	rows, err := q.e.JobList(ctx, engine.JobListParams{Queue: q.name, Status: string(f.Status), AfterID: f.AfterID, Limit: f.Limit})
+	rows, err := q.e.JobList(ctx, engine.JobListParams{Queue: q.name, Status: string(f.Status), AfterID: f.AfterID, Limit: f.Limit,
+		Kind: f.Kind})
 	if err != nil {
 		return nil, opError("list", "", err)
 	}
@@ -76,5 +77,5 @@ func filterProblem(f Filter) string {
 	if f.Limit < 0 || f.Limit > MaxListLimit {
 		return fmt.Sprintf("Limit %d is outside 0..%d", f.Limit, MaxListLimit)
 	}
-	return ""
+	return kindProblem(f.Kind)
 }

@@ -46,7 +46,14 @@ type Job struct {
 	// claimable job of higher priority waits in the same queue. From
 	// MinPriority to MaxPriority; 0 is the default.
 	Priority int
+	// Kind says what sort of work the job is, for a [Mux] to route it by
+	// (rule 50): "" for none, else a name of at most MaxKindLen bytes of
+	// UTF-8 without NUL.
+	Kind string
 }
+
+// MaxKindLen is the longest Job.Kind, in bytes.
+const MaxKindLen = 64
 
 // The range of Job.Priority.
 const (
@@ -91,6 +98,18 @@ type Claim struct {
 	Deadline time.Time
 	// Priority is the job's priority.
 	Priority int
+	// Kind is the job's kind, as enqueued ("": none).
+	Kind string
+	// EnqueuedAt is when the job was enqueued (or enqueued again after a
+	// purge of its ID).
+	EnqueuedAt time.Time
+	// RunAt is the job's Job.RunAt, or when the delay of its last Release
+	// ended; zero: none. The job has been claimable since the later of
+	// EnqueuedAt and RunAt, unless an earlier lease of it ran out since.
+	RunAt time.Time
+	// MaxAttempts is the job's: the claim whose Attempt reaches it is the
+	// last, and a Release of it quarantines the job.
+	MaxAttempts int
 }
 
 // State is a snapshot of one job's row, as [Queue.Get] and [Queue.List]
@@ -114,6 +133,7 @@ type State struct {
 	Reason     string
 	EnqueuedAt time.Time
 	UpdatedAt  time.Time // the last change to the row
+	Kind       string    // Job.Kind; "": none
 }
 
 // Stats counts one queue's jobs by where they are, as [Queue.Stats] returns
@@ -139,6 +159,7 @@ type Filter struct {
 	Status  Status // "": every status
 	AfterID string // "": from the start; else the page after this job, in enqueue order
 	Limit   int    // 0: DefaultListLimit; at most MaxListLimit
+	Kind    string // "": every kind; else only the jobs of this Job.Kind
 }
 
 // Page sizes of [Queue.List].

@@ -128,7 +128,19 @@ func (q *Queue) jobProblem(j Job, now int64) string {
 	case !j.Deadline.IsZero() && !j.RunAt.IsZero() && toMillis(j.RunAt) >= toMillis(j.Deadline):
 		return fmt.Sprintf("RunAt %s is not before the deadline %s", fmtMillis(toMillis(j.RunAt)), fmtMillis(toMillis(j.Deadline)))
 	}
-	return ""
+	return kindProblem(j.Kind)
+}
+
+// kindProblem validates a Job.Kind (rule 50): "" is none; otherwise the
+// rules of names, at most MaxKindLen bytes.
+func kindProblem(kind string) string {
+	if kind == "" {
+		return ""
+	}
+	if len(kind) > MaxKindLen {
+		return fmt.Sprintf("Kind is %d bytes, over the limit of %d", len(kind), MaxKindLen)
+	}
+	return nameProblem("Kind", kind)
 }
 
 // claimProblem says why c cannot be a claim that Claim returned.

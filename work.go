@@ -64,6 +64,17 @@ type WorkerOptions struct {
 	// it logs at Debug; lost leases at Warn; panics and database faults at
 	// Error.
 	Logger *slog.Logger
+	// Middleware wraps the handler, the first the outermost (rule 51): each
+	// gets the Handler it wraps and returns one that calls it, as a trace
+	// span or a panic policy around every run. A nil one, or one that
+	// returns nil, is ErrInvalid.
+	Middleware []func(Handler) Handler
+	// OnOutcome, if not nil, is called once per handler run, after the
+	// queue decided what became of its result (see Outcome), on the
+	// goroutine that recorded it, after the handler's slot was freed;
+	// Work returns only after every call returned. Calls of several runs
+	// may overlap. A panic in it is logged.
+	OnOutcome func(Outcome)
 }
 
 // Defaults of WorkerOptions.
@@ -149,6 +160,9 @@ func (q *Queue) Work(ctx context.Context, opts WorkerOptions, h Handler) error {
 	}
 	if why == "" && q.ReadOnly() {
 		why = "the queue was opened read-only (Options.ReadOnly)"
+	}
+	if why == "" {
+		h, why = withMiddleware(h, opts.Middleware)
 	}
 	if err := problem(why); err != nil {
 		return opError("work", as(opts.Owner), err)
@@ -359,16 +373,18 @@ func (p *pool) handle(c Claim) {
 	began := time.Now()
 	p.q.holds.add(c)
 	defer p.q.holds.drop(c)
+	r := p.started(c)
 	ctx, cancel := context.WithCancelCause(p.handlers)
 	defer cancel(nil)
 	k := p.keepLease(c, cancel)
 	untrack := p.track(c, cancel)
-	err := p.call(ctx, c)
+	err := p.call(r.context(ctx), c)
 	untrack()
+	r.o.Run = time.Since(began)
 	c = k.release()
 	cause := context.Cause(ctx)
 	p.done <- struct{}{}
-	p.record(c, err, cause, began)
+	p.record(c, err, cause, began, r)
 }
 
 // call runs the handler, turning a panic into an error whose text holds
@@ -495,11 +511,15 @@ func (p *pool) untilLeaseEnd(c Claim) time.Duration {
 // nil, Fail for Permanent, Release otherwise — at once if the handler was
 // stopped by the shutdown. A database error is retried while the claim can
 // still win (until its lease ends); a refusal is logged and never retried.
-func (p *pool) record(c Claim, err, cause error, began time.Time) {
+// What became of it is reported to r (rule 51); a job the handler settled
+// with FinishTx was finished by that call's fence.
+func (p *pool) record(c Claim, err, cause error, began time.Time, r *run) {
 	if p.settledByHandler(c, err, began) {
+		p.report(r, c, err, OutcomeFinished)
 		return
 	}
-	outcome, write := p.outcome(c, err, cause)
+	var quarantined bool
+	outcome, write := p.outcome(c, err, cause, &quarantined)
 	for n := 1; ; n++ {
 		// A try may take until the lease ends, and at least recordTimeout:
 		// a result that comes after its lease ended must still meet the
@@ -511,12 +531,15 @@ func (p *pool) record(c Claim, err, cause error, began time.Time) {
 		switch {
 		case werr == nil && ok:
 			p.log.Debug("leaseq: job "+outcome, p.attrs(c, outcome, began, "error", err)...)
+			p.report(r, c, err, accepted(outcome, quarantined))
 			return
 		case werr == nil:
 			p.log.Warn("leaseq: result refused; the lease was lost", p.attrs(c, outcome, began, "error", err)...)
+			p.report(r, c, err, OutcomeRefused)
 			return
 		case p.fatal(werr) != nil || p.untilLeaseEnd(c) <= 0:
 			p.log.Error("leaseq: recording a result failed", p.attrs(c, outcome, began, "error", werr)...)
+			p.report(r, c, err, OutcomeUnrecorded)
 			return
 		}
 		p.log.Error("leaseq: recording a result failed; retrying", p.attrs(c, outcome, began, "error", werr)...)
@@ -526,24 +549,22 @@ func (p *pool) record(c Claim, err, cause error, began time.Time) {
 }
 
 // outcome names what the handler's result asks for and returns the write
-// that records it.
-func (p *pool) outcome(c Claim, err, cause error) (string, func(context.Context) (bool, error)) {
+// that records it; a release sets *quarantined when it quarantined the job.
+func (p *pool) outcome(c Claim, err, cause error, quarantined *bool) (string, func(context.Context) (bool, error)) {
 	var perm *permanentError
 	var retry *retryAfterError
 	switch {
 	case err == nil:
 		return "finished", func(ctx context.Context) (bool, error) { return p.q.finish(ctx, c, engine.SharePool) }
 	case errors.Is(cause, ErrShutdown):
-		return "released at shutdown", func(ctx context.Context) (bool, error) {
-			return p.q.Release(ctx, c, 0, "worker shut down: "+err.Error())
-		}
+		return "released at shutdown", p.released(c, 0, "worker shut down: "+err.Error(), quarantined)
 	case errors.As(err, &perm):
 		return "failed", func(ctx context.Context) (bool, error) { return p.q.Fail(ctx, c, err.Error()) }
 	case errors.As(err, &retry):
-		return "released", func(ctx context.Context) (bool, error) { return p.q.Release(ctx, c, retry.d, err.Error()) }
+		return "released", p.released(c, retry.d, err.Error(), quarantined)
 	default:
 		delay := max(p.opts.Backoff(c.Attempt), 0) // as RetryAfter: Release refuses a negative delay
-		return "released", func(ctx context.Context) (bool, error) { return p.q.Release(ctx, c, delay, err.Error()) }
+		return "released", p.released(c, delay, err.Error(), quarantined)
 	}
 }
 

@@ -34,6 +34,9 @@
 //	         over four named queues on one *sql.DB, in turns of 300 jobs.
 //	journal  the bare loop and leaseq one job per transaction (group commit
 //	         off) in each rollback-journal mode: DELETE, TRUNCATE, PERSIST.
+//	hooks    Work with Concurrency 16 on 20,000 jobs with leaseqotel's
+//	         middleware and both modules' outcome hooks on (rules 51, 52),
+//	         against the same pool without them.
 //	work     the worker pool end to end on 20,000 jobs with a no-op
 //	         handler: leaseq Work with Concurrency 16 against River's 16
 //	         workers (riversqlite, one connection, FetchCooldown 1ms,
@@ -166,6 +169,8 @@ func main() {
 			journalMode()
 		case "work":
 			workMode()
+		case "hooks":
+			hooksMode()
 		case "pg-work":
 			pgWorkMode()
 		case "pg-batch":

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"time"
 
@@ -24,6 +25,8 @@ type jobsPage struct {
 	Next   string // the link to the next page; "": this is the last
 	First  string // the link to the first page
 	Leases bool   // the list may hold leased jobs, so it shows when leases end
+	Kind   string // only the jobs of this kind (rule 50); "": every kind
+	All    string // with Kind: the link to this list of every kind
 }
 
 // tab is one status's link above a list.
@@ -43,7 +46,8 @@ func (p jobsPage) title() string {
 
 func (p jobsPage) queue() string { return p.Queue }
 
-// jobs serves a page of a queue's jobs: ?queue=NAME&status=STATUS&after=ID.
+// jobs serves a page of a queue's jobs: ?queue=NAME&status=STATUS&after=ID,
+// and &kind=KIND for only the jobs of one kind.
 // A page asks List for one job more than it shows, to know whether there
 // is a next page; List pages by AfterID, so a page costs the same at any
 // depth of the queue (rule 35 in docs/rules.md).
@@ -60,22 +64,31 @@ func (d *dashboard) jobs(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, fmt.Errorf("status %q is not one of pending, leased, done, quarantined: %w", status, errBadRequest))
 		return
 	}
-	p := jobsPage{Now: d.now(), Queue: q.Name(), Status: status, After: qv.Get("after"),
-		First: listURL(q.Name(), status, ""), Leases: status == "" || status == leaseq.StatusLeased}
+	kind := qv.Get("kind")
+	if len(kind) > leaseq.MaxKindLen {
+		d.fail(w, r, fmt.Errorf("kind is %d bytes, over the limit of %d: %w", len(kind), leaseq.MaxKindLen, errBadRequest))
+		return
+	}
+	p := jobsPage{Now: d.now(), Queue: q.Name(), Status: status, After: qv.Get("after"), Kind: kind,
+		First: withKind(listURL(q.Name(), status, ""), kind), Leases: status == "" || status == leaseq.StatusLeased,
+		All: listURL(q.Name(), status, "")}
 	if p.Stats, err = q.Stats(ctx); err != nil {
 		d.fail(w, r, err)
 		return
 	}
-	p.Jobs, err = q.List(ctx, leaseq.Filter{Status: status, AfterID: p.After, Limit: d.opts.PageSize + 1})
+	p.Jobs, err = q.List(ctx, leaseq.Filter{Status: status, AfterID: p.After, Limit: d.opts.PageSize + 1, Kind: kind})
 	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
 	if len(p.Jobs) > d.opts.PageSize {
 		p.Jobs = p.Jobs[:d.opts.PageSize]
-		p.Next = listURL(q.Name(), status, p.Jobs[len(p.Jobs)-1].ID)
+		p.Next = withKind(listURL(q.Name(), status, p.Jobs[len(p.Jobs)-1].ID), kind)
 	}
 	p.Tabs = tabs(q.Name(), status, p.Stats)
+	for i := range p.Tabs {
+		p.Tabs[i].URL = withKind(p.Tabs[i].URL, kind)
+	}
 	d.render(w, r, http.StatusOK, "jobs", p)
 }
 
@@ -111,3 +124,14 @@ func (d *dashboard) queueParam(r *http.Request) (*leaseq.Queue, error) {
 }
 
 func isStatus(s leaseq.Status) bool { return slices.Contains(statuses, s) }
+
+// withKind is the list link u narrowed to the jobs of kind ("": u).
+func withKind(u, kind string) string {
+	if kind == "" {
+		return u
+	}
+	return u + "&" + url.Values{"kind": {kind}}.Encode()
+}
+
+// kindURL is the list of queue's jobs of kind, of every status.
+func kindURL(queue, kind string) string { return withKind(listURL(queue, "", ""), kind) }

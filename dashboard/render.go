@@ -96,6 +96,7 @@ var templateFuncs = template.FuncMap{
 	"num":        num,
 	"jobURL":     jobURL,
 	"listURL":    listURL,
+	"kindURL":    kindURL,
 	"waited":     func(now, t time.Time) string { return span(max(now.Sub(t), 0)) },
 	"phase":      phase,
 	"reasonIs":   reasonIs,

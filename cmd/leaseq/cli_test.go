@@ -147,7 +147,7 @@ func scene(t *testing.T, db *sql.DB) {
 	}
 	orders, emails := open("default"), open("emails")
 	must(t, orders.EnqueueBatch(ctx, []leaseq.Job{
-		{ID: "order-1", Qty: 1, Payload: []byte(`{"sku":"A-1","qty":1}`)},
+		{ID: "order-1", Qty: 1, Payload: []byte(`{"sku":"A-1","qty":1}`), Kind: "order.ship"},
 		{ID: "order-2", Qty: 2, RunAt: t0.Add(time.Hour)},
 		{ID: "order-3", Qty: 3, Priority: 3},
 		{ID: "order-4", Qty: 4, Priority: 4},
@@ -156,9 +156,9 @@ func scene(t *testing.T, db *sql.DB) {
 		{ID: "order-7", Qty: 7, Deadline: t0.Add(time.Hour)},
 	}))
 	must(t, emails.EnqueueBatch(ctx, []leaseq.Job{
-		{ID: "welcome-1", Priority: 1},
-		{ID: "welcome-2", Priority: 2, MaxAttempts: 1},
-		{ID: "order-1", Payload: []byte("Your order A-1 has shipped.\nThank you!")},
+		{ID: "welcome-1", Priority: 1, Kind: "email.welcome"},
+		{ID: "welcome-2", Priority: 2, MaxAttempts: 1, Kind: "email.welcome"},
+		{ID: "order-1", Payload: []byte("Your order A-1 has shipped.\nThank you!"), Kind: "email.shipped"},
 	}))
 	o6 := claimOnly(t, orders, "worker-b", 5*time.Minute, "order-6")
 	o5 := claimOnly(t, orders, "worker-a", time.Minute, "order-5")

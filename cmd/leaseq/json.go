@@ -31,6 +31,7 @@ type queueStatsJSON struct {
 type jobJSON struct {
 	Queue       string     `json:"queue"`
 	ID          string     `json:"id"`
+	Kind        string     `json:"kind"`
 	Status      string     `json:"status"`
 	Qty         int        `json:"qty"`
 	Priority    int        `json:"priority"`
@@ -95,7 +96,7 @@ type queuePurgedJSON struct {
 // toJobJSON is st as list -json shows it.
 func toJobJSON(st leaseq.State) jobJSON {
 	return jobJSON{
-		Queue: st.Queue, ID: st.ID, Status: string(st.Status), Qty: st.Qty, Priority: st.Priority,
+		Queue: st.Queue, ID: st.ID, Kind: st.Kind, Status: string(st.Status), Qty: st.Qty, Priority: st.Priority,
 		Owner: st.Owner, Token: st.Token, Attempts: st.Attempts, MaxAttempts: st.MaxAttempts,
 		EnqueuedAt: st.EnqueuedAt.UTC(), UpdatedAt: st.UpdatedAt.UTC(),
 		RunAt: instant(st.RunAt), LeaseUntil: instant(st.LeaseUntil), Deadline: instant(st.Deadline),

@@ -13,8 +13,8 @@ import (
 	"github.com/leaseq/leaseq"
 )
 
-const listUsage = `usage: leaseq list [-db PATH|URL] [-queue NAME] [-status STATUS] [-limit N]
-                  [-after ID] [-json]
+const listUsage = `usage: leaseq list [-db PATH|URL] [-queue NAME] [-status STATUS] [-kind KIND]
+                  [-limit N] [-after ID] [-json]
 
 Lists jobs in the order they were enqueued, a page at a time: without
 -queue, the first page of every queue that has jobs. When a page is full,
@@ -28,6 +28,7 @@ it in full).
 flags:
   -status STATUS        only jobs in STATUS: pending, leased, done or
                         quarantined
+  -kind KIND            only jobs of KIND (Job.Kind)
   -limit N              at most N jobs per queue, 1 to 1000 (default 100)
   -after ID             the page after job ID; needs -queue, as IDs are
                         unique per queue only
@@ -35,7 +36,8 @@ flags:
 JSON:
   {"jobs": [JOB, ...], "more": [{"queue": "default", "after": "order-100"}]}
   JOB:
-  {"queue": "default", "id": "order-7", "status": "quarantined", "qty": 3,
+  {"queue": "default", "id": "order-7", "kind": "order.ship",
+   "status": "quarantined", "qty": 3,
    "priority": 0, "owner": "worker-b", "token": 2, "attempts": 3,
    "max_attempts": 3, "enqueued_at": "2025-01-01T00:00:00Z",
    "updated_at": "2025-01-01T00:03:00Z", "run_at": null,
@@ -48,6 +50,7 @@ JSON:
 // listArgs are list's own flags.
 type listArgs struct {
 	status string
+	kind   string
 	limit  int
 	after  string
 }
@@ -60,6 +63,7 @@ func runList(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	var la listArgs
 	f, pos, err := parseCommand("list", args, func(fs *flag.FlagSet) {
 		fs.StringVar(&la.status, "status", "", "")
+		fs.StringVar(&la.kind, "kind", "", "")
 		fs.IntVar(&la.limit, "limit", leaseq.DefaultListLimit, "")
 		fs.StringVar(&la.after, "after", "", "")
 	})
@@ -94,6 +98,9 @@ func (la listArgs) problem(f dbFlags) error {
 	default:
 		return usageError{fmt.Sprintf("-status %q is not pending, leased, done or quarantined", la.status)}
 	}
+	if len(la.kind) > leaseq.MaxKindLen {
+		return usageError{fmt.Sprintf("-kind is %d bytes, over the limit of %d", len(la.kind), leaseq.MaxKindLen)}
+	}
 	if la.limit < 1 || la.limit > leaseq.MaxListLimit {
 		return usageError{fmt.Sprintf("-limit %d is outside 1..%d", la.limit, leaseq.MaxListLimit)}
 	}
@@ -115,7 +122,7 @@ func list(ctx context.Context, s *session, la listArgs) (listJSON, error) {
 		if err != nil {
 			return out, err
 		}
-		filter := leaseq.Filter{Status: leaseq.Status(la.status), AfterID: la.after, Limit: la.limit}
+		filter := leaseq.Filter{Status: leaseq.Status(la.status), AfterID: la.after, Limit: la.limit, Kind: la.kind}
 		page, err := q.List(ctx, filter)
 		if errors.Is(err, leaseq.ErrNotFound) {
 			return out, jobError{la.after, fmt.Errorf("-after: job not found in queue %q", name)}
@@ -148,9 +155,9 @@ func printList(w io.Writer, out listJSON, now time.Time) error {
 		return err
 	}
 	tw := newTable(w)
-	tw.row("QUEUE", "ID", "STATUS", "ATTEMPTS", "OWNER", "UPDATED", "REASON")
+	tw.row("QUEUE", "ID", "KIND", "STATUS", "ATTEMPTS", "OWNER", "UPDATED", "REASON")
 	for _, j := range out.Jobs {
-		tw.row(cell(j.Queue), cell(j.ID), statusText(j, now), fmt.Sprintf("%d/%d", j.Attempts, j.MaxAttempts),
+		tw.row(cell(j.Queue), cell(j.ID), orNone(cell(j.Kind)), statusText(j, now), fmt.Sprintf("%d/%d", j.Attempts, j.MaxAttempts),
 			cell(j.Owner), when(j.UpdatedAt, now, tableTime), cell(cut(firstLine(listReason(j)), reasonWidth)))
 	}
 	if err := tw.flush(); err != nil {

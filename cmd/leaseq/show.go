@@ -74,6 +74,7 @@ func printJob(w io.Writer, j showJSON, now time.Time) error {
 	for _, row := range [][2]string{
 		{"queue", cell(j.Queue)},
 		{"id", cell(j.ID)},
+		{"kind", orNone(cell(j.Kind))},
 		{"status", statusText(j.jobJSON, now)},
 		{"qty", count(j.Qty)},
 		{"priority", fmt.Sprint(j.Priority)},

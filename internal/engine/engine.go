@@ -187,6 +187,8 @@ type JobRow struct {
 	// Created, else Created.
 	Due     int64
 	Created int64
+	// Kind is Job.Kind (rule 50): "" for none.
+	Kind string
 }
 
 // JobInsertManyParams are JobInsertMany's.
@@ -224,6 +226,12 @@ type ClaimRow struct {
 	LeaseUntil int64
 	Deadline   sql.NullInt64
 	Priority   int
+	// Kind, Created, RunAt and MaxAttempts are the job's kind, enqueue
+	// time, run_at and max_attempts (rules 50 and 51).
+	Kind        string
+	Created     int64
+	RunAt       sql.NullInt64
+	MaxAttempts int
 }
 
 // FenceKind is which fenced call a fenced statement is.
@@ -337,6 +345,7 @@ type StateRow struct {
 	Reason      sql.NullString
 	Created     int64
 	Updated     int64
+	Kind        string // rule 50
 }
 
 // JobListParams are JobList's. Status "" is every status; AfterID "" is
@@ -346,6 +355,7 @@ type JobListParams struct {
 	Status  string
 	AfterID string
 	Limit   int
+	Kind    string // "": every kind (rule 50)
 }
 
 // QueueStatsParams are QueueStats'.

@@ -67,11 +67,11 @@ type Scanner interface{ Scan(dest ...any) error }
 
 // ScanState reads one row of a job's columns in get.sql's order (id, queue,
 // qty, payload, status, owner, token, attempts, max_attempts, lease_until,
-// deadline, run_at, priority, reason, created_at, updated_at).
+// deadline, run_at, priority, reason, created_at, updated_at, kind).
 func ScanState(row Scanner) (StateRow, error) {
 	var s StateRow
 	err := row.Scan(&s.ID, &s.Queue, &s.Qty, &s.Payload, &s.Status, &s.Owner, &s.Token, &s.Attempts,
-		&s.MaxAttempts, &s.LeaseUntil, &s.Deadline, &s.RunAt, &s.Priority, &s.Reason, &s.Created, &s.Updated)
+		&s.MaxAttempts, &s.LeaseUntil, &s.Deadline, &s.RunAt, &s.Priority, &s.Reason, &s.Created, &s.Updated, &s.Kind)
 	if err != nil {
 		return StateRow{}, err
 	}
@@ -160,14 +160,15 @@ type SeqClaim struct {
 }
 
 // ScanClaims reads the rows of claim.sql (seq, id, qty, payload, token,
-// attempts, lease_until, deadline, priority) as claims of owner in
-// ClaimOrder, and closes rows.
+// attempts, lease_until, deadline, priority, kind, created_at, run_at,
+// max_attempts) as claims of owner in ClaimOrder, and closes rows.
 func ScanClaims(rows *sql.Rows, owner string) ([]ClaimRow, error) {
 	defer rows.Close()
 	var got []SeqClaim
 	for rows.Next() {
 		c := SeqClaim{ClaimRow: ClaimRow{Owner: owner}}
-		if err := rows.Scan(&c.Seq, &c.ID, &c.Qty, &c.Payload, &c.Token, &c.Attempt, &c.LeaseUntil, &c.Deadline, &c.Priority); err != nil {
+		if err := rows.Scan(&c.Seq, &c.ID, &c.Qty, &c.Payload, &c.Token, &c.Attempt, &c.LeaseUntil, &c.Deadline, &c.Priority,
+			&c.Kind, &c.Created, &c.RunAt, &c.MaxAttempts); err != nil {
 			return nil, err
 		}
 		got = append(got, c)
@@ -293,12 +294,13 @@ func InSavepoint(ctx context.Context, tx *sql.Tx, s SavepointSQL, fn func(ctx co
 	return -1, nil
 }
 
-// ListSQL are an engine's list_after.sql, list_all.sql and list_status.sql.
-type ListSQL struct{ After, All, Status string }
+// ListSQL are an engine's list_after.sql, list_all.sql, list_status.sql,
+// list_kind_all.sql and list_kind.sql.
+type ListSQL struct{ After, All, Status, KindAll, Kind string }
 
 // List reads a page of p's jobs on db: the jobs after AfterID (whose
 // enqueue order s.After finds; one not in the queue is ErrNotFound), of
-// one status or of all.
+// one status or of all, of one kind or of any.
 func List(ctx context.Context, db Execer, s ListSQL, p JobListParams) ([]StateRow, error) {
 	var after int64
 	if p.AfterID != "" {
@@ -309,13 +311,25 @@ func List(ctx context.Context, db Execer, s ListSQL, p JobListParams) ([]StateRo
 			return nil, err
 		}
 	}
-	query, args := s.All, []any{p.Queue, after, p.Limit}
-	if p.Status != "" {
-		query, args = s.Status, []any{p.Queue, p.Status, after, p.Limit}
-	}
+	query, args := s.query(p, after)
 	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	return ScanStates(rows)
+}
+
+// query is the statement of List's page p after the seq after, with its
+// arguments: by kind (rule 50) a range of leaseq_jobs_kind, else of
+// leaseq_jobs_status.
+func (s ListSQL) query(p JobListParams, after int64) (string, []any) {
+	switch {
+	case p.Kind != "" && p.Status != "":
+		return s.Kind, []any{p.Queue, p.Kind, p.Status, after, p.Limit}
+	case p.Kind != "":
+		return s.KindAll, []any{p.Queue, p.Kind, after, p.Limit}
+	case p.Status != "":
+		return s.Status, []any{p.Queue, p.Status, after, p.Limit}
+	}
+	return s.All, []any{p.Queue, after, p.Limit}
 }

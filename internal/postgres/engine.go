@@ -108,8 +108,9 @@ const schemaLock = 0x6c65617365710a // "leaseq\n"
 // SchemaCurrent is the version of sql/schema.sql, kept in leaseq_schema: 4
 // added leaseq_purged_token and keeps leaseq_counts by backend; 5 lets one
 // claim at a time sweep and has the claim take a row only under an
-// advisory lock of its seq (leaseq_claim says why); 6 adds leaseq_paused
-// (rule 54), which leaseq_claim_jobs reads. Every version's script
+// advisory lock of its seq (leaseq_claim says why); 6 adds the jobs' kind
+// (rule 50) and leaseq_paused (rule 54), which leaseq_claim_jobs reads.
+// Every version's script
 // runs on any older schema, as it creates what is missing and replaces
 // every function and trigger. It is PostgreSQL's own number: SQLite's
 // schema is numbered apart. Exported for the root package (Migrate's

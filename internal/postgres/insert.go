@@ -52,7 +52,7 @@ func instant(q engine.Queue, now int64) any {
 func insert(ctx context.Context, tx engine.Execer, q engine.Queue, j engine.JobRow, mark any) error {
 	var seq int64
 	err := tx.QueryRowContext(ctx, stmt("insert"), q.Name, j.ID, j.Qty, j.Payload, j.MaxAttempts,
-		j.Deadline, j.RunAt, j.Priority, instant(q, j.Created), mark).Scan(&seq)
+		j.Deadline, j.RunAt, j.Priority, instant(q, j.Created), mark, j.Kind).Scan(&seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return engine.ErrDuplicate
 	}
@@ -64,11 +64,11 @@ func insert(ctx context.Context, tx engine.Execer, q engine.Queue, j engine.JobR
 func jobArrays(q engine.Queue, jobs []engine.JobRow) []any {
 	n := len(jobs)
 	ids, qtys, payloads := make([]string, n), make([]int64, n), make([][]byte, n)
-	maxAttempts, priorities := make([]int32, n), make([]int32, n)
+	maxAttempts, priorities, kinds := make([]int32, n), make([]int32, n), make([]string, n)
 	deadlines, runAts := make([]*int64, n), make([]*int64, n)
 	for i, j := range jobs {
 		ids[i], qtys[i], payloads[i] = j.ID, int64(j.Qty), j.Payload
-		maxAttempts[i], priorities[i] = int32(j.MaxAttempts), int32(j.Priority)
+		maxAttempts[i], priorities[i], kinds[i] = int32(j.MaxAttempts), int32(j.Priority), j.Kind
 		if j.Deadline.Valid {
 			deadlines[i] = &j.Deadline.Int64
 		}
@@ -76,7 +76,7 @@ func jobArrays(q engine.Queue, jobs []engine.JobRow) []any {
 			runAts[i] = &j.RunAt.Int64
 		}
 	}
-	return []any{q.Name, instant(q, jobs[0].Created), ids, qtys, payloads, maxAttempts, deadlines, runAts, priorities}
+	return []any{q.Name, instant(q, jobs[0].Created), ids, qtys, payloads, maxAttempts, deadlines, runAts, priorities, kinds}
 }
 
 // written reports whether every job of args (jobArrays) is in the table as

@@ -310,7 +310,7 @@ func (p *pool) runStep(ctx context.Context, calls []*poolCall, a stepArgs) ([]st
 		var req int
 		var c engine.SeqClaim
 		err := rows.Scan(&req, &c.Seq, &c.ID, &c.Owner, &c.Qty, &c.Payload, &c.Token, &c.Attempt,
-			&c.LeaseUntil, &c.Deadline, &c.Priority)
+			&c.LeaseUntil, &c.Deadline, &c.Priority, &c.Kind, &c.Created, &c.RunAt, &c.MaxAttempts)
 		if err != nil {
 			return nil, err
 		}

@@ -32,7 +32,8 @@ func (e *Engine) JobList(ctx context.Context, p engine.JobListParams) ([]engine.
 }
 
 // listSQL are List's statements.
-var listSQL = engine.ListSQL{After: stmt("list_after"), All: stmt("list_all"), Status: stmt("list_status")}
+var listSQL = engine.ListSQL{After: stmt("list_after"), All: stmt("list_all"), Status: stmt("list_status"),
+	KindAll: stmt("list_kind_all"), Kind: stmt("list_kind")}
 
 // JobNextDue reads the head of leaseq_jobs_waiting (next_due.sql).
 func (e *Engine) JobNextDue(ctx context.Context, queue string) (int64, bool, error) {

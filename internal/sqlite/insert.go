@@ -75,7 +75,7 @@ var savepointSQL = engine.SavepointSQL{Begin: stmt("savepoint"), Release: stmt("
 // failed INSERT changed nothing.
 func insert(ctx context.Context, tx engine.Execer, queue string, j engine.JobRow) error {
 	_, err := tx.ExecContext(ctx, stmt("insert"), queue, j.ID, j.Qty, j.Payload, j.MaxAttempts,
-		j.Deadline, j.RunAt, j.Priority, j.Due, j.Created)
+		j.Deadline, j.RunAt, j.Priority, j.Due, j.Created, j.Kind)
 	return interpretError(err)
 }
 

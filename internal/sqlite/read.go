@@ -96,7 +96,8 @@ func (e *Engine) JobList(ctx context.Context, p engine.JobListParams) ([]engine.
 }
 
 // listSQL are List's statements.
-var listSQL = engine.ListSQL{After: stmt("list_after"), All: stmt("list_all"), Status: stmt("list_status")}
+var listSQL = engine.ListSQL{After: stmt("list_after"), All: stmt("list_all"), Status: stmt("list_status"),
+	KindAll: stmt("list_kind_all"), Kind: stmt("list_kind")}
 
 // JobNextDue is the earliest instant a delayed job or a lease of queue
 // becomes claimable: the head of leaseq_jobs_waiting.

@@ -11,14 +11,15 @@ import (
 // migrations are the scripts that bring a database of each older schema
 // version to SchemaVersion, in order. Version 1 had one queue and no delays
 // or priorities: its table is rebuilt around the schema script. Version 2
-// lacks the counts of version 3 and two of its indexes' columns.
+// lacks the counts of version 3 and two of its indexes' columns. Version 3
+// lacks the kind of version 4 (rule 50), which every script adds last.
 var migrations = map[int][]string{
-	0: {stmt("schema")},
-	1: {stmt("upgrade_v1"), stmt("schema"), stmt("upgrade_v1_copy"), stmt("upgrade_counts")},
-	2: {stmt("upgrade_v2"), stmt("schema"), stmt("upgrade_counts")},
+	0: {stmt("schema"), stmt("schema_kind")},
+	1: {stmt("upgrade_v1"), stmt("schema"), stmt("upgrade_v1_copy"), stmt("upgrade_counts"), stmt("schema_kind")},
+	2: {stmt("upgrade_v2"), stmt("schema"), stmt("upgrade_counts"), stmt("schema_kind")},
 	// Version 3 lacks leaseq_paused (rule 54), which the schema script
-	// creates.
-	3: {stmt("schema")},
+	// creates, and the kind (rule 50).
+	3: {stmt("schema"), stmt("schema_kind")},
 }
 
 // SchemaMigrate creates the schema if it is missing and upgrades an older

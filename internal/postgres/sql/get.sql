@@ -1,7 +1,7 @@
 -- Reads one job's row.
 -- args: $1 queue, $2 id
--- returns: id, queue, qty, payload, status, owner, token, attempts, max_attempts, lease_until, deadline, run_at, priority, reason, created_at, updated_at
+-- returns: id, queue, qty, payload, status, owner, token, attempts, max_attempts, lease_until, deadline, run_at, priority, reason, created_at, updated_at, kind
 -- index: leaseq_jobs_queue_id_key
 SELECT id, queue, qty, payload, status, owner, token, attempts, max_attempts,
-    lease_until, deadline, run_at, priority, reason, created_at, updated_at
+    lease_until, deadline, run_at, priority, reason, created_at, updated_at, kind
 FROM leaseq_jobs WHERE queue = $1 AND id = $2

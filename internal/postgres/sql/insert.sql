@@ -16,14 +16,14 @@
 -- unmarked.
 -- PostgreSQL: due_at and ready are worked out here from the instant, where
 -- SQLite is given due_at; ON CONFLICT where SQLite fails on the unique key.
--- args: $1 queue, $2 id, $3 qty, $4 payload, $5 max attempts, $6 deadline, $7 run at, $8 priority, $9 now (NULL: the server's clock), $10 mark (NULL: none)
+-- args: $1 queue, $2 id, $3 qty, $4 payload, $5 max attempts, $6 deadline, $7 run at, $8 priority, $9 now (NULL: the server's clock), $10 mark (NULL: none), $11 kind
 -- returns: seq (no row: the ID is taken)
 -- index: leaseq_jobs_queue_id_key, leaseq_purged_pkey
 INSERT INTO leaseq_jobs (queue, id, qty, payload, status, max_attempts, deadline, run_at, priority,
-    due_at, ready, token, created_at, updated_at)
+    due_at, ready, token, created_at, updated_at, kind)
 SELECT $1, $2, $3, $4, 'pending', $5, $6, $7, $8,
     greatest(coalesce($7, t.now), t.now), CASE WHEN coalesce($7, t.now) <= t.now THEN 1 ELSE 0 END,
-    coalesce((SELECT token FROM leaseq_purged WHERE queue = $1 AND id = $2), 0), t.now, t.now
+    coalesce((SELECT token FROM leaseq_purged WHERE queue = $1 AND id = $2), 0), t.now, t.now, $11
 FROM (SELECT CASE WHEN pg_try_advisory_xact_lock($10::bigint) IS NOT FALSE THEN coalesce($9::bigint, leaseq_now()) END AS now) t
 ON CONFLICT (queue, id) DO NOTHING
 RETURNING seq

@@ -6,7 +6,7 @@
 -- returns: the columns of get.sql
 -- index: leaseq_jobs_status
 SELECT id, queue, qty, payload, status, owner, token, attempts, max_attempts,
-    lease_until, deadline, run_at, priority, reason, created_at, updated_at
+    lease_until, deadline, run_at, priority, reason, created_at, updated_at, kind
 FROM leaseq_jobs WHERE seq IN (
     SELECT seq FROM (SELECT seq FROM leaseq_jobs WHERE queue = $1 AND status = 'pending' AND seq > $2 ORDER BY seq LIMIT $3) AS p
     UNION ALL SELECT seq FROM (SELECT seq FROM leaseq_jobs WHERE queue = $1 AND status = 'leased' AND seq > $2 ORDER BY seq LIMIT $3) AS l

@@ -149,9 +149,18 @@ CREATE OR REPLACE FUNCTION leaseq_now() RETURNS bigint LANGUAGE sql STABLE
 -- Each statement picks its rows in a subquery that ARRAY() runs first, so the
 -- update finds them by primary key whatever the planner guesses of how many
 -- there are.
+-- Version 6 (rules 50 and 51 in docs/rules.md) returns the job's kind,
+-- enqueue time, run_at and max_attempts from the claim functions, which changes their result
+-- type: CREATE OR REPLACE cannot, so the older ones go first. The script
+-- runs under schema_lock, and only on an older schema.
+DROP FUNCTION IF EXISTS leaseq_pool_step(text, text[], text[], bigint[], text[], bigint[], integer[]);
+DROP FUNCTION IF EXISTS leaseq_claim(text, text, bigint, bigint, integer);
+DROP FUNCTION IF EXISTS leaseq_claim_jobs(text, text, bigint, bigint, integer);
+
 CREATE OR REPLACE FUNCTION leaseq_claim(p_queue text, p_owner text, p_now bigint, p_lease bigint, p_max integer)
 RETURNS TABLE (seq bigint, id text, qty bigint, payload bytea, token bigint, attempts integer,
-               lease_until bigint, deadline bigint, priority integer)
+               lease_until bigint, deadline bigint, priority integer, kind text, created_at bigint, run_at bigint,
+               max_attempts integer)
 LANGUAGE plpgsql AS $$
 DECLARE
   t bigint := coalesce(p_now, leaseq_now());
@@ -167,7 +176,8 @@ END $$;
 -- claim's sweeps for as long).
 CREATE OR REPLACE FUNCTION leaseq_claim_jobs(p_queue text, p_owner text, p_now bigint, p_lease bigint, p_max integer)
 RETURNS TABLE (seq bigint, id text, qty bigint, payload bytea, token bigint, attempts integer,
-               lease_until bigint, deadline bigint, priority integer)
+               lease_until bigint, deadline bigint, priority integer, kind text, created_at bigint, run_at bigint,
+               max_attempts integer)
 LANGUAGE plpgsql
 -- Planned once per session, not on every call: planning its statements
 -- cost more server time than running them. The ARRAY() forms keep the
@@ -195,7 +205,8 @@ BEGIN
                   ORDER BY r.priority DESC, r.due_at, r.seq
                   LIMIT p_max
                   FOR UPDATE SKIP LOCKED))
-  RETURNING j.seq, j.id, j.qty, j.payload, j.token, j.attempts, j.lease_until, j.deadline, j.priority;
+  RETURNING j.seq, j.id, j.qty, j.payload, j.token, j.attempts, j.lease_until, j.deadline, j.priority,
+            j.kind, j.created_at, j.run_at, j.max_attempts;
 END $$;
 
 -- leaseq_take tries the advisory lock of the job of seq for the claim that
@@ -341,7 +352,8 @@ CREATE OR REPLACE TRIGGER leaseq_counts_delete AFTER DELETE ON leaseq_jobs FOR E
 CREATE OR REPLACE FUNCTION leaseq_pool_step(p_queue text, f_ids text[], f_owners text[], f_tokens bigint[],
                                             c_owners text[], c_leases bigint[], c_maxes integer[])
 RETURNS TABLE (req integer, seq bigint, id text, owner text, qty bigint, payload bytea, token bigint,
-               attempts integer, lease_until bigint, deadline bigint, priority integer)
+               attempts integer, lease_until bigint, deadline bigint, priority integer,
+               kind text, created_at bigint, run_at bigint, max_attempts integer)
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
 AS $$
@@ -359,10 +371,12 @@ BEGIN
                     ON d.queue = p_queue AND d.id = c.id AND d.owner = c.owner AND d.token = c.token
                   WHERE d.status = 'leased' AND d.lease_until > t AND (d.deadline IS NULL OR d.deadline > t)
                   FOR UPDATE OF d SKIP LOCKED))
-  RETURNING 0, j.seq, j.id, j.owner, j.qty, NULL::bytea, j.token, j.attempts, j.lease_until, j.deadline, j.priority;
+  RETURNING 0, j.seq, j.id, j.owner, j.qty, NULL::bytea, j.token, j.attempts, j.lease_until, j.deadline, j.priority,
+            j.kind, j.created_at, j.run_at, j.max_attempts;
   FOR i IN 1 .. coalesce(array_length(c_owners, 1), 0) LOOP
     RETURN QUERY
-    SELECT i, r.seq, r.id, c_owners[i], r.qty, r.payload, r.token, r.attempts, r.lease_until, r.deadline, r.priority
+    SELECT i, r.seq, r.id, c_owners[i], r.qty, r.payload, r.token, r.attempts, r.lease_until, r.deadline, r.priority,
+           r.kind, r.created_at, r.run_at, r.max_attempts
     FROM leaseq_claim(p_queue, c_owners[i], t, c_leases[i], c_maxes[i]) r;
   END LOOP;
 END $$;
@@ -375,3 +389,10 @@ CREATE TABLE IF NOT EXISTS leaseq_paused (
   queue     text   NOT NULL PRIMARY KEY,
   paused_at bigint NOT NULL
 );
+
+-- Rule 50 (schema version 6): jobs have a kind, '' for none, and List by
+-- kind reads leaseq_jobs_kind, as in the SQLite engine's schema_kind.sql.
+-- A column with a constant default rewrites no row; the index is partial,
+-- so jobs without a kind never touch it.
+ALTER TABLE leaseq_jobs ADD COLUMN IF NOT EXISTS kind text NOT NULL DEFAULT '';
+CREATE INDEX IF NOT EXISTS leaseq_jobs_kind ON leaseq_jobs (queue, kind, status, seq) WHERE kind <> '';

@@ -9,7 +9,7 @@
 -- in no promised order; the engine sorts them. A paused queue (rule 54)
 -- leases nothing: a Pause that committed after the idle check still wins.
 -- args: ?1 owner, ?2 now, ?3 lease end (now + lease), ?4 max, ?5 queue
--- returns: seq, id, qty, payload, token, attempts, lease_until, deadline, priority
+-- returns: seq, id, qty, payload, token, attempts, lease_until, deadline, priority, kind, created_at, run_at, max_attempts
 -- index: leaseq_jobs_ready, leaseq_paused
 
 UPDATE leaseq_jobs
@@ -20,4 +20,4 @@ SET status = 'leased', ready = 0, owner = ?1, token = token + 1, attempts = atte
 WHERE seq IN (SELECT seq FROM leaseq_jobs WHERE queue = ?5 AND ready = 1 AND (due_at <= ?2 OR status = 'pending' AND coalesce(run_at, ?2) <= ?2)
                 AND NOT EXISTS (SELECT 1 FROM leaseq_paused WHERE queue = ?5)
               ORDER BY priority DESC, due_at, seq LIMIT ?4)
-RETURNING seq, id, qty, payload, token, attempts, lease_until, deadline, priority
+RETURNING seq, id, qty, payload, token, attempts, lease_until, deadline, priority, kind, created_at, run_at, max_attempts

@@ -1,0 +1,171 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/leaseq/leaseq/internal/engine"
+	"github.com/leaseq/leaseq/internal/pgtest"
+)
+
+// v5Columns selects every column of schema version 5, in its order.
+const v5Columns = `SELECT seq, queue, id, qty, payload, status, owner, token, attempts, max_attempts,
+	lease_until, deadline, reason, run_at, priority, due_at, ready, created_at, updated_at FROM leaseq_jobs ORDER BY seq`
+
+// v5Database fills db with the schema of version 5, as testdata/schema-v5.sql
+// (the script of that version, kept as it was) creates it, and a done, a
+// leased and a pending job of queue q written by that version's claim.
+func v5Database(t *testing.T, db *sql.DB) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "schema-v5.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range append([]string{stmt("schema_table")}, splitSQL(string(b))...) {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("the version-5 script: %v\n%s", err, s)
+		}
+	}
+	for _, s := range []string{
+		"INSERT INTO leaseq_schema (version) VALUES (5)",
+		`INSERT INTO leaseq_jobs (queue, id, qty, payload, status, max_attempts, run_at, priority, due_at, ready, created_at, updated_at)
+		 VALUES ('q', 'done', 1, 'd', 'pending', 3, NULL, 0, 1000, 1, 1000, 1000),
+		        ('q', 'leased', 2, '', 'pending', 3, NULL, 5, 1000, 1, 1000, 1000),
+		        ('q', 'pending', 3, '', 'pending', 3, 1500, 0, 1500, 0, 1000, 1000)`,
+		// The version-5 claim function returns the version-5 columns.
+		"SELECT * FROM leaseq_claim('q', 'w', 1200, 10000, 2)",
+		"UPDATE leaseq_jobs SET status = 'done' WHERE id = 'done'",
+	} {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+// TestEngineMigrateFromV5: a database of schema version 5 is upgraded to 6
+// (rule 50: the kind) by two engines on two pools at once, as by two hosts
+// starting together: both succeed, every version-5 column of every row is
+// as it was, the old jobs have no kind, and the claim functions of version
+// 6 (one claim alone, and a worker pool's step) answer with the kind, the
+// enqueue time and run_at.
+func TestEngineMigrateFromV5(t *testing.T) {
+	url := pgtest.URL(t)
+	db := openURL(t, url)
+	v5Database(t, db)
+	before := dump(t, db, v5Columns)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		other := openURL(t, url)
+		e := New(other)
+		t.Cleanup(e.Release)
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = e.SchemaMigrate(context.Background()) }()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("migration %d from version 5: %v", i, err)
+		}
+	}
+	e := New(db)
+	t.Cleanup(e.Release)
+	ctx := context.Background()
+	if v, err := e.SchemaVersion(ctx); err != nil || v != 6 {
+		t.Fatalf("version after the upgrade: %d, %v; want 6", v, err)
+	}
+	if after := dump(t, db, v5Columns); after != before {
+		t.Fatalf("the upgrade changed rows:\n got\n%s want\n%s", after, before)
+	}
+	if got := dump(t, db, "SELECT DISTINCT kind FROM leaseq_jobs"); got != "kind=\n" {
+		t.Fatalf("kinds after the upgrade: %q, want only ''", got)
+	}
+	now := int64(20_000)
+	q := fixedQueue("q", &now)
+	if _, err := e.JobInsertMany(ctx, engine.JobInsertManyParams{Queue: q, Jobs: []engine.JobRow{kindJob("k1", now, "mail")}, One: true}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := e.JobClaim(ctx, engine.JobClaimParams{Queue: q, Owner: "w2", Lease: 1000, Max: 3})
+	if err != nil || len(cs) != 3 {
+		t.Fatalf("claim after the upgrade: %+v, %v", cs, err)
+	}
+	want := []engine.ClaimRow{{ID: "leased", Token: 2, Created: 1000}, {ID: "pending", Token: 1, Created: 1000, RunAt: sql.NullInt64{Int64: 1500, Valid: true}},
+		{ID: "k1", Token: 1, Created: 20_000, Kind: "mail"}}
+	for i, w := range want {
+		if c := cs[i]; c.ID != w.ID || c.Token != w.Token || c.Created != w.Created || c.RunAt != w.RunAt || c.Kind != w.Kind {
+			t.Errorf("claim %d after the upgrade: %+v, want %+v", i, c, w)
+		}
+	}
+	server := engine.Queue{Name: "s", Clock: engine.Clock{Now: func() int64 { return 0 }, Server: true}}
+	if _, err := e.JobInsertMany(ctx, engine.JobInsertManyParams{Queue: server, Jobs: []engine.JobRow{kindJob("k2", 0, "sms"), kindJob("k3", 0, "")}}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err = e.JobClaim(ctx, engine.JobClaimParams{Queue: server, Owner: "pool", Lease: 60_000, Max: 2, Share: engine.SharePool})
+	if err != nil || len(cs) != 2 || cs[0].Kind != "sms" || cs[1].Kind != "" || cs[0].Created == 0 {
+		t.Fatalf("a pool step's claim after the upgrade: %+v, %v; want k2 (sms) and k3", cs, err)
+	}
+}
+
+// openURL opens the database at url, closed when t ends.
+func openURL(t *testing.T, url string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// fmtVal prints a scanned value: NULL, bytes as a quoted string.
+func fmtVal(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "NULL"
+	case []byte:
+		return fmt.Sprintf("%q", v)
+	}
+	return fmt.Sprint(v)
+}
+
+// kindJob is job with a kind.
+func kindJob(id string, now int64, kind string) engine.JobRow {
+	j := job(id, now)
+	j.Kind = kind
+	return j
+}
+
+// dump prints every row of query, one line each.
+func dump(t *testing.T, db *sql.DB, query string) string {
+	t.Helper()
+	rows, err := db.Query(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var out string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range cols {
+			out += c + "=" + fmtVal(vals[i]) + " "
+		}
+		out = out[:len(out)-1] + "\n"
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

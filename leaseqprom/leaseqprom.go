@@ -1,0 +1,116 @@
+// Package leaseqprom exports a leaseq queue to Prometheus (rule 52 in
+// docs/rules.md): a collector of each queue's jobs by status, read from the
+// database on every scrape, and the outcome counter and histograms of the
+// worker pools of this process, fed by WorkerOptions.OnOutcome.
+//
+//	prometheus.MustRegister(leaseqprom.NewCollector(q))
+//	onOutcome, err := leaseqprom.NewOutcomes(prometheus.DefaultRegisterer)
+//	…
+//	q.Work(ctx, leaseq.WorkerOptions{Owner: "w1", OnOutcome: onOutcome}, h)
+//
+// It is a module of its own, so that leaseq itself needs nothing but the
+// standard library and its SQLite driver.
+package leaseqprom
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/leaseq/leaseq"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// ScrapeTimeout bounds the reads of one scrape, for every queue together.
+const ScrapeTimeout = 5 * time.Second
+
+var jobsDesc = prometheus.NewDesc("leaseq_jobs",
+	"Jobs of the queue by status, as Queue.Stats counts them at the scrape.",
+	[]string{"queue", "status"}, nil)
+
+// collector reads each queue's Stats on every scrape.
+type collector struct{ qs []*leaseq.Queue }
+
+// NewCollector returns a collector of the jobs of each of qs by status:
+// leaseq_jobs{queue, status} with the statuses of leaseq.Stats (pending,
+// scheduled, leased, expired, done, quarantined). Each scrape runs one
+// Queue.Stats per queue, a read that takes no write lock and whose cost
+// does not grow with the done and quarantined jobs kept (rule 35). A queue
+// whose read fails is reported to the scrape as an error, the others as
+// usual.
+func NewCollector(qs ...*leaseq.Queue) prometheus.Collector { return &collector{qs: qs} }
+
+// Describe sends the collector's one descriptor.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) { ch <- jobsDesc }
+
+// Collect reads and sends each queue's counts.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), ScrapeTimeout)
+	defer cancel()
+	for _, q := range c.qs {
+		st, err := q.Stats(ctx)
+		if err != nil {
+			ch <- prometheus.NewInvalidMetric(jobsDesc, err)
+			continue
+		}
+		for _, s := range []struct {
+			status string
+			n      int
+		}{{"pending", st.Pending}, {"scheduled", st.Scheduled}, {"leased", st.Leased}, {"expired", st.Expired},
+			{"done", st.Done}, {"quarantined", st.Quarantined}} {
+			ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(s.n), q.Name(), s.status)
+		}
+	}
+}
+
+// Buckets are the histograms' bucket bounds in seconds: from a millisecond
+// to an hour, since a job's wait may be long.
+var Buckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600}
+
+// NewOutcomes registers with reg, and returns the WorkerOptions.OnOutcome
+// that feeds, the metrics of handler runs:
+//
+//	leaseq_outcomes_total{queue, kind, outcome}  counter
+//	leaseq_run_seconds{queue, kind}              histogram of Outcome.Run
+//	leaseq_wait_seconds{queue, kind}             histogram of Outcome.Wait
+//
+// outcome is Outcome.Result (finished, released, snoozed, failed,
+// quarantined, refused, unrecorded): what the queue made of the result,
+// so a refused finish is counted as refused. One function may serve every
+// pool of a process. An error is reg's (say, the metrics are registered
+// already).
+func NewOutcomes(reg prometheus.Registerer) (func(leaseq.Outcome), error) {
+	outcomes := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "leaseq_outcomes_total",
+		Help: "Handler runs by what the queue made of their result."}, []string{"queue", "kind", "outcome"})
+	run := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "leaseq_run_seconds",
+		Help: "How long handlers ran.", Buckets: Buckets}, []string{"queue", "kind"})
+	wait := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "leaseq_wait_seconds",
+		Help: "From a job being claimable to its handler starting.", Buckets: Buckets}, []string{"queue", "kind"})
+	for _, c := range []prometheus.Collector{outcomes, run, wait} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	var series sync.Map // seriesKey → *seriesOf, looked up once each
+	return func(o leaseq.Outcome) {
+		k := seriesKey{o.Claim.Queue, o.Claim.Kind, o.Result}
+		v, ok := series.Load(k)
+		if !ok {
+			v, _ = series.LoadOrStore(k, &seriesOf{outcomes.WithLabelValues(k.queue, k.kind, k.result),
+				run.WithLabelValues(k.queue, k.kind), wait.WithLabelValues(k.queue, k.kind)})
+		}
+		s := v.(*seriesOf)
+		s.outcomes.Inc()
+		s.run.Observe(o.Run.Seconds())
+		s.wait.Observe(o.Wait.Seconds())
+	}, nil
+}
+
+// seriesKey is the labels of one outcome's series.
+type seriesKey struct{ queue, kind, result string }
+
+// seriesOf is the series an outcome of one seriesKey adds to.
+type seriesOf struct {
+	outcomes  prometheus.Counter
+	run, wait prometheus.Observer
+}

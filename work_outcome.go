@@ -1,0 +1,171 @@
+package leaseq
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/leaseq/leaseq/internal/engine"
+)
+
+// Middleware and outcomes (rule 51 in docs/rules.md): what Work wraps
+// around every handler run, and what it tells WorkerOptions.OnOutcome once
+// the queue decided what became of the run's result.
+
+// The results of an Outcome: what the queue did with a handler's result.
+// Each but the last two is what an accepted write did; which one is decided
+// by the fence, not by what the handler asked for.
+const (
+	OutcomeFinished    = "finished"    // nil was recorded: the job is done
+	OutcomeReleased    = "released"    // the job is pending again, for another attempt
+	OutcomeSnoozed     = "snoozed"     // released with its attempt given back
+	OutcomeFailed      = "failed"      // Permanent: the job is quarantined by Fail
+	OutcomeQuarantined = "quarantined" // a release found the attempts used up or the deadline reached
+	OutcomeRefused     = "refused"     // the fence refused the result: the lease was lost
+	OutcomeUnrecorded  = "unrecorded"  // the result could not be written (a database fault, a closed queue)
+)
+
+// Outcome is what became of one handler run, as WorkerOptions.OnOutcome
+// gets it.
+type Outcome struct {
+	// Claim is the run's claim, as last extended by the heartbeats.
+	Claim Claim
+	// Result is one of the Outcome* constants.
+	Result string
+	// Err is the handler's error (a panic's, as Work logs it), or nil.
+	Err error
+	// Run is how long the handler ran, in real time.
+	Run time.Duration
+	// Wait is from the job being claimable to its handler starting, on the
+	// queue's clock: since the later of Claim.EnqueuedAt and Claim.RunAt
+	// (so for a job claimed again after a lease ran out, the earlier
+	// attempt is counted in), never negative.
+	Wait time.Duration
+}
+
+// withMiddleware wraps h in mw, the first the outermost, or says why it
+// cannot: a nil middleware, or one that returned a nil Handler.
+func withMiddleware(h Handler, mw []func(Handler) Handler) (Handler, string) {
+	for i := len(mw) - 1; i >= 0; i-- {
+		if mw[i] == nil {
+			return nil, fmt.Sprintf("Middleware[%d] is nil", i)
+		}
+		if h = mw[i](h); h == nil {
+			return nil, fmt.Sprintf("Middleware[%d] returned a nil Handler", i)
+		}
+	}
+	return h, ""
+}
+
+// run is one handler run's outcome as it is found out, and the functions
+// AfterOutcome registered for it.
+type run struct {
+	o     Outcome
+	mu    sync.Mutex
+	after []func(Outcome)
+	told  bool // the outcome was reported: no more registrations
+}
+
+type runKey struct{}
+
+// started is the run of a handler of c starting now, with its wait.
+func (p *pool) started(c Claim) *run {
+	from := c.EnqueuedAt
+	if c.RunAt.After(from) {
+		from = c.RunAt
+	}
+	return &run{o: Outcome{Wait: max(p.q.clock.Now().Sub(from), 0)}}
+}
+
+// context is the handler's ctx, through which AfterOutcome finds r.
+func (r *run) context(ctx context.Context) context.Context {
+	return context.WithValue(ctx, runKey{}, r)
+}
+
+// AfterOutcome registers f to be called with the Outcome of the handler run
+// whose context ctx is (one Work gave its handler, or derived from it),
+// once the queue decided what became of its result, before
+// WorkerOptions.OnOutcome and on the same goroutine, which is also the one
+// the handler ran on. It is for middleware that must see what became of
+// the run, as a trace span that says so. It reports false, and f is never
+// called, for any other context (a handler called by Process, or by hand)
+// and once the run's outcome was reported.
+func AfterOutcome(ctx context.Context, f func(Outcome)) bool {
+	r, ok := ctx.Value(runKey{}).(*run)
+	if !ok || f == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.told {
+		return false
+	}
+	r.after = append(r.after, f)
+	return true
+}
+
+// outcome closes r to registrations and returns its outcome and its
+// functions.
+func (r *run) outcome(c Claim, err error, result string) (Outcome, []func(Outcome)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.told = true
+	o := r.o
+	o.Claim, o.Err, o.Result = c, err, result
+	return o, r.after
+}
+
+// released is the write of the pool's Release of c: Queue.Release, which
+// sets *quarantined when the release quarantined the job. That is decided
+// by the row at the fence's instant, which the accepted release returns as
+// its lease end: the attempts were used up (they cannot change while c
+// holds the job), or that instant plus delay reaches the deadline.
+func (p *pool) released(c Claim, delay time.Duration, reason string, quarantined *bool) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		at, ok, err := p.q.settle(ctx, "release", releaseFenced(c, delay, reason), delayProblem(delay), engine.ShareCalls)
+		if ok {
+			p.q.e.Wakers().Signal(p.q.name) // as Release
+			dl := c.Deadline
+			*quarantined = c.MaxAttempts > 0 && c.Attempt >= c.MaxAttempts ||
+				!dl.IsZero() && at+delay.Milliseconds() >= toMillis(dl)
+		}
+		return ok, err
+	}
+}
+
+// accepted is the Result of an accepted write of the result named outcome
+// (pool.outcome's names).
+func accepted(outcome string, quarantined bool) string {
+	switch {
+	case quarantined:
+		return OutcomeQuarantined
+	case outcome == "finished" || outcome == "failed":
+		return outcome
+	}
+	return OutcomeReleased
+}
+
+// report gives the outcome of r, the run of c with the handler's error
+// err, with result to the functions AfterOutcome registered, then to
+// OnOutcome.
+func (p *pool) report(r *run, c Claim, err error, result string) {
+	o, after := r.outcome(c, err, result)
+	for _, f := range after {
+		p.tell("AfterOutcome", f, o)
+	}
+	if p.opts.OnOutcome != nil {
+		p.tell("OnOutcome", p.opts.OnOutcome, o)
+	}
+}
+
+// tell calls f with o. A panic there is logged and goes no further: the
+// pool runs on.
+func (p *pool) tell(what string, f func(Outcome), o Outcome) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.log.Error("leaseq: "+what+" panicked", p.attrs(o.Claim, o.Result, time.Time{}, "panic", fmt.Sprint(v))...)
+		}
+	}()
+	f(o)
+}
