@@ -275,7 +275,7 @@ type fencedCall struct {
 	call func(ctx context.Context, q *leaseq.Queue, c leaseq.Claim) (bool, error)
 }
 
-// fencedCalls are Finish, Extend, Release and Fail with ordinary arguments.
+// fencedCalls are Finish, Extend, Release, Fail and Snooze with ordinary arguments.
 // Extend must also hand back the claim it was given when it refuses; the
 // check is here so every test of the fence makes it.
 var fencedCalls = []fencedCall{
@@ -294,6 +294,9 @@ var fencedCalls = []fencedCall{
 	}},
 	{"Fail", func(ctx context.Context, q *leaseq.Queue, c leaseq.Claim) (bool, error) {
 		return q.Fail(ctx, c, "failed by the test")
+	}},
+	{"Snooze", func(ctx context.Context, q *leaseq.Queue, c leaseq.Claim) (bool, error) {
+		return q.Snooze(ctx, c, 0, "snoozed by the test")
 	}},
 }
 

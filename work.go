@@ -20,7 +20,8 @@ import (
 // job's holder, and with ErrShutdown when Work is shutting down and its
 // drain time is over. Its result decides the job's fate: nil finishes it;
 // an error releases it for another attempt after WorkerOptions.Backoff,
-// RetryAfter(d, err) after d, and Permanent(err) fails it. Receivers of
+// RetryAfter(d, err) after d, Snooze(d) puts it off for d without spending
+// an attempt, and Permanent(err) fails it. Receivers of
 // what a handler sends must be idempotent by job ID: a handler that lost
 // its lease may already have sent, and another will send again.
 type Handler func(ctx context.Context, c Claim) error
@@ -509,13 +510,16 @@ func (p *pool) record(c Claim, err, cause error, began time.Time) {
 func (p *pool) outcome(c Claim, err, cause error) (string, func(context.Context) (bool, error)) {
 	var perm *permanentError
 	var retry *retryAfterError
+	var snooze *snoozeError
 	switch {
 	case err == nil:
 		return "finished", func(ctx context.Context) (bool, error) { return p.q.finish(ctx, c, engine.SharePool) }
-	case errors.Is(cause, ErrShutdown):
+	case errors.Is(cause, ErrShutdown): // rule 49: a restart spends no attempt
 		return "released at shutdown", func(ctx context.Context) (bool, error) {
-			return p.q.Release(ctx, c, 0, "worker shut down: "+err.Error())
+			return p.q.Snooze(ctx, c, 0, "worker shut down: "+err.Error())
 		}
+	case errors.As(err, &snooze):
+		return "snoozed", func(ctx context.Context) (bool, error) { return p.q.Snooze(ctx, c, snooze.d, err.Error()) }
 	case errors.As(err, &perm):
 		return "failed", func(ctx context.Context) (bool, error) { return p.q.Fail(ctx, c, err.Error()) }
 	case errors.As(err, &retry):

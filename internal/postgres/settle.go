@@ -86,6 +86,8 @@ func fencedSQL(k engine.FenceKind) string {
 		return stmt("release")
 	case engine.FenceFail:
 		return stmt("fail")
+	case engine.FenceSnooze:
+		return stmt("snooze")
 	}
 	return stmt("finish")
 }
@@ -101,6 +103,8 @@ func fencedArgs(queue string, f engine.Fenced, now any) []any {
 		args = append(args, f.Delay, f.Reason, f.ReasonAttempts, f.ReasonDeadline)
 	case engine.FenceFail:
 		args = append(args, f.Reason)
+	case engine.FenceSnooze:
+		args = append(args, f.Delay, f.Reason, f.ReasonDeadline)
 	}
 	return args
 }

@@ -57,8 +57,8 @@ func TestFencedStatements(t *testing.T) {
 			t.Errorf("%s.sql's fence is\n\t%s\nnot\n\t%s", name, got, w)
 		}
 	}
-	if fenced != 5 {
-		t.Errorf("%d fenced statements, want 5 (finish, extend, release, fail, finish_many)", fenced)
+	if fenced != 6 {
+		t.Errorf("%d fenced statements, want 6 (finish, extend, release, fail, snooze, finish_many)", fenced)
 	}
 }
 

@@ -14,6 +14,7 @@ var fencedSQL = [...]string{
 	engine.FenceExtend:  stmt("extend"),
 	engine.FenceRelease: stmt("release"),
 	engine.FenceFail:    stmt("fail"),
+	engine.FenceSnooze:  stmt("snooze"),
 }
 
 // JobSettle runs fenced calls: a single one in a (possibly shared)
@@ -53,6 +54,8 @@ func fencedTx(ctx context.Context, tx engine.Execer, queue string, f engine.Fenc
 		args = append(args, f.Delay, f.Reason, f.ReasonAttempts, f.ReasonDeadline)
 	case engine.FenceFail:
 		args = append(args, f.Reason)
+	case engine.FenceSnooze:
+		args = append(args, f.Delay, f.Reason, f.ReasonDeadline)
 	}
 	var r engine.Settled
 	err := tx.QueryRowContext(ctx, fencedSQL[f.Kind], args...).Scan(&r.LeaseUntil)
