@@ -65,6 +65,13 @@ type WorkerOptions struct {
 	// it logs at Debug; lost leases at Warn; panics and database faults at
 	// Error.
 	Logger *slog.Logger
+	// Periodic lists the jobs the pool enqueues on a schedule, one per slot
+	// across every pool that lists them (see Periodic; rule 53).
+	Periodic []Periodic
+	// Retention is how long the pool keeps done and quarantined jobs
+	// before it purges them: by default done jobs 24 hours, quarantined
+	// ones 7 days; Retention{Off: true} keeps everything (rule 55).
+	Retention Retention
 }
 
 // Defaults of WorkerOptions.
@@ -148,6 +155,9 @@ func (q *Queue) Work(ctx context.Context, opts WorkerOptions, h Handler) error {
 	if why == "" && h == nil {
 		why = "handler is nil"
 	}
+	if why == "" {
+		why = cmp.Or(retentionProblem(opts.Retention), q.periodicProblem(opts.Periodic, q.now()))
+	}
 	if why == "" && q.ReadOnly() {
 		why = "the queue was opened read-only (Options.ReadOnly)"
 	}
@@ -159,7 +169,9 @@ func (q *Queue) Work(ctx context.Context, opts WorkerOptions, h Handler) error {
 	}
 	p := newPool(ctx, q, opts.withDefaults(), h)
 	defer p.stop(nil)
+	stopTimed := p.startTimed(ctx) // periodic jobs and retention: work_periodic.go
 	err := p.run(ctx)
+	stopTimed()
 	if err != nil {
 		p.stop(err) // no result can be recorded: stop the handlers at once
 	}

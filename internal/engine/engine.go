@@ -96,6 +96,22 @@ type Engine interface {
 	Wakers() *Wakers
 	// Release ends one Queue's use of the engine (Queue.Close).
 	Release()
+
+	// Periodic jobs, rule 53 (periodic.go).
+
+	// SlotInsert writes a periodic slot's job unless its ID is in the
+	// queue or was purged, in one statement: whether it wrote it.
+	SlotInsert(ctx context.Context, p SlotInsertParams) (inserted bool, err error)
+	// SlotSeen reports whether a job of the queue, or a purged one, has an
+	// ID that starts with p.Prefix: a read, without the write lock.
+	SlotSeen(ctx context.Context, p SlotSeenParams) (bool, error)
+
+	// Retention, rule 55.
+
+	// JobPurgeDue reports whether a purge chunk of p would delete a job: a
+	// read, without the write lock, so that an idle pool's retention takes
+	// none.
+	JobPurgeDue(ctx context.Context, p JobPurgeChunkParams) (bool, error)
 }
 
 // TimeSource is a clock (leaseq.Clock has this method).
