@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leaseq/leaseq"
+	"github.com/robfig/cron/v3"
 )
 
 // This file covers periodic jobs (rule 53 in docs/rules.md) on the manual
@@ -263,4 +264,28 @@ func testPeriodicInvalid(t *testing.T, eng testEngine) {
 	if err := f.q.Work(ctx, leaseq.WorkerOptions{Owner: "w", Periodic: []leaseq.Periodic{ok}}, func(context.Context, leaseq.Claim) error { return nil }); err != nil {
 		t.Fatalf("Work with a Name of %d bytes: %v", len(ok.Name), err)
 	}
+}
+
+// TestPeriodicCron: a robfig/cron schedule is a Schedule; its slots are
+// judged as Every's are.
+func TestPeriodicCron(t *testing.T) { forEngines(t, testPeriodicCron) }
+
+func testPeriodicCron(t *testing.T, eng testEngine) {
+	sched, err := cron.ParseStandard("30 3 * * *")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, eng, leaseq.Options{})
+	owner := "cron-" + eng.name
+	passes := watchPasses(t, "periodic", owner)
+	at := func(h, m, s, msec int) time.Time { return time.Date(2026, 1, 1, h, m, s, msec*1e6, time.UTC) }
+	f.clock.Set(at(3, 0, 0, 0))
+	periodicPool(t, f, owner, leaseq.Periodic{Name: "nightly", Schedule: sched})
+	passes.at(t, at(3, 0, 0, 0))
+	f.clock.Set(at(3, 29, 59, 999))
+	passes.at(t, at(3, 29, 59, 999))
+	f.wantIDs("03:29:59.999")
+	f.clock.Set(at(3, 30, 0, 0))
+	passes.at(t, at(3, 30, 0, 0))
+	f.wantIDs("03:30", "nightly@2026-01-01T03:30:00Z")
 }
