@@ -3,7 +3,6 @@
 -- it (leaseq_purged): one job per slot, also after it was purged. Its
 -- token starts at 0, as a job never purged does.
 -- args: ?1 queue, ?2 id, ?3 qty, ?4 payload, ?5 max_attempts, ?6 deadline, ?7 run_at, ?8 priority, ?9 due, ?10 now (the enqueue time)
--- index: sqlite_autoindex_leaseq_jobs_1, sqlite_autoindex_leaseq_purged_1
 
 INSERT INTO leaseq_jobs (queue, id, qty, payload, status, max_attempts, deadline, run_at, priority,
     due_at, ready, token, created_at, updated_at)
