@@ -1696,6 +1696,7 @@ const (
 	workRecordFailed     = "leaseq: recording a result failed"
 	workRecordRetry      = "leaseq: recording a result failed; retrying"
 	workClaimFailed      = "leaseq: claiming failed; retrying"
+	workRetentionFailed  = "leaseq: retention pass failed; retrying" // a database fault of the pool's retention (rule 55)
 	workPanicked         = "leaseq: handler panicked"
 	workRecorded         = "leaseq: job " // + the outcome, at Debug: the result was recorded
 )
@@ -1753,6 +1754,7 @@ func (k *checker) loadPool(inc *incarnation, evs []histEvent) {
 			case workClaimFailed:
 				k.rep.pool.claimFaults++
 				pl.claimFaults = append(pl.claimFaults, e.T1)
+			case workRetentionFailed:
 			default:
 				k.bad("%s.%d: Work logged %q (%s) about no job", inc.name, inc.n, e.Msg, e.Level)
 			}

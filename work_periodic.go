@@ -81,7 +81,7 @@ func (p *pool) timedLoop(ctx context.Context, loop string, pass func(now time.Ti
 		case err != nil:
 			faults++
 			wait = faultDelay(faults, p.opts.PollInterval)
-			p.log.Error("leaseq: "+loop+" jobs failed; retrying", "queue", p.q.name, "owner", p.opts.Owner,
+			p.log.Error("leaseq: "+loop+" pass failed; retrying", "queue", p.q.name, "owner", p.opts.Owner,
 				"error", err, "retry_in", wait)
 		default:
 			faults = 0
