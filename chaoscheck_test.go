@@ -319,10 +319,12 @@ func (g *generation) maxAttemptsBefore(token int64) int64 {
 	return n
 }
 
-// refunds reports whether the accepted release op gave its attempt back:
-// Work's release at shutdown, which is a Snooze (rule 49).
+// refunds reports whether the accepted release op gave its attempt back
+// (rule 49): Work's release at shutdown, and the queue's own release of a
+// claim its caller never got, are Snoozes.
 func refunds(op *loggedOp) bool {
-	return op.Ev == "release" && strings.HasPrefix(op.Reason, "worker shut down: ")
+	return op.Ev == "release" && (strings.HasPrefix(op.Reason, "worker shut down: ") ||
+		strings.HasPrefix(op.Reason, "claim undone: ") || strings.HasPrefix(op.Reason, "released: the claim's commit failed"))
 }
 
 // ending is what ended a generation.
