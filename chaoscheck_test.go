@@ -306,6 +306,27 @@ func (g *generation) maxAttempts() int64 {
 	return int64(g.job.MaxAttempts)
 }
 
+// maxAttemptsBefore is g's max attempts as the claim of token found it:
+// the job's, plus one for each release at shutdown of an earlier claim,
+// which gave its attempt back (rule 49: Work snoozes it).
+func (g *generation) maxAttemptsBefore(token int64) int64 {
+	n := g.maxAttempts()
+	for _, l := range g.lives {
+		if l != nil && l.token < token && l.release != nil && refunds(l.release) {
+			n++
+		}
+	}
+	return n
+}
+
+// refunds reports whether the accepted release op gave its attempt back
+// (rule 49): Work's release at shutdown, and the queue's own release of a
+// claim its caller never got, are Snoozes.
+func refunds(op *loggedOp) bool {
+	return op.Ev == "release" && (strings.HasPrefix(op.Reason, "worker shut down: ") ||
+		strings.HasPrefix(op.Reason, "claim undone: ") || strings.HasPrefix(op.Reason, "released: the claim's commit failed"))
+}
+
 // ending is what ended a generation.
 type ending struct {
 	what   string // finish, fail, release, cancel, or an unlogged one
@@ -1021,13 +1042,17 @@ func (k *checker) releaseEnding(jl *jobLog, l *life, op *loggedOp) {
 	lo, hi := op.bounds()
 	D, attempt := l.gen.deadline(), int64(l.claim.Attempt)
 	e := &ending{what: "release", lo: lo, hi: hi, status: leaseq.StatusQuarantined, life: l}
+	past := "released past the deadline: "
+	if refunds(op) {
+		past = "snoozed past the deadline: "
+	}
 	switch {
-	case attempt >= l.gen.maxAttempts():
+	case !refunds(op) && attempt >= l.gen.maxAttemptsBefore(l.token):
 		e.reason = "max attempts reached, released: " + op.Reason
 	case D != 0 && lo+op.Delay >= D:
-		e.reason = "released past the deadline: " + op.Reason
+		e.reason = past + op.Reason
 	case D != 0 && hi+op.Delay >= D:
-		e.reason, e.maybe = "released past the deadline: "+op.Reason, true
+		e.reason, e.maybe = past+op.Reason, true
 	default:
 		return
 	}
@@ -1060,8 +1085,8 @@ func (k *checker) checkClaims(jl *jobLog, g *generation) {
 			k.bad("%s: claim of token %d says deadline %d, the job has %d", jl.id, l.token, cl.Deadline, D)
 		case cl.LeaseUntil < least || cl.LeaseUntil > most:
 			k.bad("%s: token %d at %s has lease_until %d, want min(at+lease, deadline) = %s", jl.id, l.token, span(lo, hi), cl.LeaseUntil, span(least, most))
-		case int64(cl.Attempt) > g.maxAttempts():
-			k.bad("%s: token %d is attempt %d of %d", jl.id, l.token, cl.Attempt, g.maxAttempts())
+		case int64(cl.Attempt) > g.maxAttemptsBefore(l.token):
+			k.bad("%s: token %d is attempt %d of %d", jl.id, l.token, cl.Attempt, g.maxAttemptsBefore(l.token))
 		case runAt != 0 && hi < runAt:
 			k.bad("%s: token %d claimed at %s, before its run_at %d", jl.id, l.token, span(lo, hi), runAt)
 		}
@@ -1095,7 +1120,7 @@ func (k *checker) checkHandover(jl *jobLog, prev, next *life) {
 		return
 	}
 	if s := k.holderSpare(jl, prev, "release"); s != nil && hi >= s.from+s.ev.Delay &&
-		int64(prev.claim.Attempt) < prev.gen.maxAttempts() && k.use(s, "release") {
+		int64(prev.claim.Attempt) < prev.gen.maxAttemptsBefore(prev.token) && k.use(s, "release") {
 		return
 	}
 	k.bad("%s: token %d claimed by %s at %s, while %s: overlap", jl.id, next.token, next.claim.Owner, span(lo, hi), why)
@@ -1167,7 +1192,7 @@ func (k *checker) sweepFrom(jl *jobLog, g *generation) int64 {
 		}
 		return from
 	}
-	if last-g.base < g.maxAttempts() {
+	if last-g.base < g.maxAttemptsBefore(last+1) {
 		return from
 	}
 	if l := jl.lives[last]; l != nil && l.gen == g {
@@ -1224,7 +1249,7 @@ func (k *checker) endedUnlogged(jl *jobLog, g *generation, T int64) bool {
 	if n := len(g.lives); n > 0 {
 		l := g.lives[n-1]
 		for _, kind := range []string{"finish", "fail", "release"} {
-			if kind == "release" && int64(l.claim.Attempt) < g.maxAttempts() && g.deadline() == 0 {
+			if kind == "release" && int64(l.claim.Attempt) < g.maxAttemptsBefore(l.token) && g.deadline() == 0 {
 				continue // such a release puts the job back pending
 			}
 			if s := k.holderSpare(jl, l, kind); s != nil && s.from <= T && k.use(s, kind) {
@@ -1456,7 +1481,7 @@ func (k *checker) checkQuarantined(jl *jobLog, g *generation, fin *life, r *leas
 	candidates := map[string]string{"fail": chaosFailReason(jl.id, r.Token), "release": ""}
 	if fin != nil {
 		reason := chaosReleaseReason(jl.id, fin.token)
-		if int64(fin.claim.Attempt) >= g.maxAttempts() {
+		if int64(fin.claim.Attempt) >= g.maxAttemptsBefore(fin.token) {
 			candidates["release"] = "max attempts reached, released: " + reason
 		} else {
 			candidates["release"] = "released past the deadline: " + reason
@@ -1484,7 +1509,7 @@ func (k *checker) sweepReason(g *generation, r *leaseq.State) bool {
 		r.Reason == fmt.Sprintf("deadline passed at %d (unix ms), %d of %d attempts used", D, r.Attempts, r.MaxAttempts) {
 		return true
 	}
-	return int64(r.Attempts) >= g.maxAttempts() &&
+	return int64(r.Attempts) >= g.maxAttemptsBefore(never) &&
 		r.Reason == fmt.Sprintf("max attempts reached: %d of %d, last lease ended at %d (unix ms)", r.Attempts, r.MaxAttempts, unixMS(r.LeaseUntil))
 }
 
@@ -1673,6 +1698,7 @@ const (
 	workRecordFailed     = "leaseq: recording a result failed"
 	workRecordRetry      = "leaseq: recording a result failed; retrying"
 	workClaimFailed      = "leaseq: claiming failed; retrying"
+	workRetentionFailed  = "leaseq: retention pass failed; retrying" // a database fault of the pool's retention (rule 55)
 	workPanicked         = "leaseq: handler panicked"
 	workRecorded         = "leaseq: job " // + the outcome, at Debug: the result was recorded
 )
@@ -1730,6 +1756,7 @@ func (k *checker) loadPool(inc *incarnation, evs []histEvent) {
 			case workClaimFailed:
 				k.rep.pool.claimFaults++
 				pl.claimFaults = append(pl.claimFaults, e.T1)
+			case workRetentionFailed:
 			default:
 				k.bad("%s.%d: Work logged %q (%s) about no job", inc.name, inc.n, e.Msg, e.Level)
 			}
@@ -1858,7 +1885,7 @@ func (a auditRow) call() string {
 // releaseReason is the reason a Release was given, if reason is what it
 // stores when it quarantines; else "".
 func releaseReason(reason string) string {
-	for _, prefix := range []string{"max attempts reached, released: ", "released past the deadline: "} {
+	for _, prefix := range []string{"max attempts reached, released: ", "released past the deadline: ", "snoozed past the deadline: "} {
 		if r, ok := strings.CutPrefix(reason, prefix); ok {
 			return r
 		}

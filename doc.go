@@ -29,8 +29,16 @@
 // A handler's context ends with cause [ErrLeaseLost] the moment its lease
 // is lost; what it returns decides the job: nil finishes it, an error
 // retries it after [DefaultBackoff], [RetryAfter] after a delay of its own,
-// and [Permanent] quarantines it. Receivers must be idempotent by job ID:
+// [Snooze] puts it off without spending an attempt (a 429, a Retry-After;
+// a job released at shutdown gets its attempt back the same way), and
+// [Permanent] quarantines it. Receivers must be idempotent by job ID:
 // the token fences the queue's rows, not what a stalled worker already sent.
+//
+// A pool also enqueues periodic jobs, one per slot across every process
+// that lists them and no leader ([WorkerOptions.Periodic], [Every], any
+// cron schedule), and purges done jobs after 24 hours and quarantined ones
+// after 7 days by default ([WorkerOptions.Retention]; [Retention] Off keeps
+// them).
 //
 // # The lifecycle
 //

@@ -1,6 +1,7 @@
 package leaseq
 
 import (
+	"sync"
 	"time"
 
 	"github.com/leaseq/leaseq/internal/postgres"
@@ -23,3 +24,21 @@ func SetWriteConnIdle(d time.Duration) (restore func()) { return sqlite.SetWrite
 
 // PGClaimSQL is the statement a PostgreSQL Claim runs in its transaction.
 var PGClaimSQL = postgres.Statements()["claim"].SQL
+
+// timedHooks are the functions OnTimedPass registered, by loop and owner.
+var timedHooks sync.Map
+
+// OnTimedPass registers f to be called after each pass of the periodic
+// ("periodic") or retention ("retention") loop of every pool whose Owner is
+// owner, with the instant the pass judged at, and returns the function
+// that removes it. Owners keep the tests that run at once apart.
+func OnTimedPass(loop, owner string, f func(now time.Time)) (remove func()) {
+	dispatch := func(loop, owner string, now time.Time) {
+		if h, ok := timedHooks.Load(loop + "\x00" + owner); ok {
+			h.(func(time.Time))(now)
+		}
+	}
+	timedPassHook.CompareAndSwap(nil, &dispatch)
+	timedHooks.Store(loop+"\x00"+owner, f)
+	return func() { timedHooks.Delete(loop + "\x00" + owner) }
+}

@@ -6,8 +6,8 @@ import (
 	"github.com/leaseq/leaseq/internal/engine"
 )
 
-// The fence (rules 3, 14 and 17–19 in docs/rules.md): a call that
-// changes a claimed job — Finish, Extend, Release, Fail — changes the row
+// The fence (rules 3, 14, 17–19 and 49 in docs/rules.md): a call that
+// changes a claimed job — Finish, Extend, Release, Fail, Snooze — changes the row
 // only if the job is leased by this very claim, in the same queue, with the
 // same ID, owner and token, and both the lease and the deadline are still
 // running at now. At

@@ -191,6 +191,9 @@ func (s *seedBuilder) extend(i, how, lease int) *seedBuilder {
 func (s *seedBuilder) release(i, how, delay, reason int) *seedBuilder {
 	return s.op(opRelease, byte(i), byte(how), byte(delay), byte(reason))
 }
+func (s *seedBuilder) snooze(i, how, delay, reason int) *seedBuilder {
+	return s.op(opSnooze, byte(i), byte(how), byte(delay), byte(reason))
+}
 func (s *seedBuilder) fail(i, how, reason int) *seedBuilder {
 	return s.op(opFail, byte(i), byte(how), byte(reason))
 }
@@ -596,6 +599,22 @@ func fuzzSeeds() []fuzzSeed {
 			finishTx(0, 0, false, jobFull(idJ2, 1, 3, noDeadline, nil, runNone, prio0)).
 			finishTx(0, 0, false, jobFull(idJ3, 1, 3, noDeadline, nil, runNone, prio0)).
 			toDeadline(idJ1, 0).finishTx(1, 0, false, jobFull(idJ3, 1, 3, noDeadline, nil, runNone, prio0)).checkAll()},
+		// Rule 49: Snooze is fenced as Release is, and gives the attempt
+		// back: a job with one attempt snoozed twice is claimed a third
+		// time, then a Release spends it; a snooze reaching the deadline
+		// quarantines.
+		{"rule49-snooze", seed(0).enqueue(idJ0, 1, 1, noDeadline, nil).claim(ownA, lease1s).
+			snooze(last, asIssued, delayNegative, rsTimeout).snooze(last, tokenUp, delay0, rsTimeout).
+			snooze(last, otherQueue, delay0, rsTimeout).snooze(last, asIssued, delay0, rsEmpty).
+			snooze(last, asIssued, delay0, rsEmpty).claim(ownB, lease1s).snooze(last, asIssued, delay100ms, rsSQL).
+			toRunAt(idJ0, -1).claim(ownB, lease1s).toRunAt(idJ0, 0).claim(ownC, lease1s).
+			toLeaseEnd(2, 0).snooze(2, asIssued, delay0, rsEmpty).claim(ownC, lease1s).release(last, asIssued, delay0, rsEmpty).
+			checkAll()},
+		{"rule49-snooze-at-deadline", seed(0).enqueueBatch(job(idJ0, 1, 3, deadline100ms, nil),
+			job(idJ1, 2, 3, deadline100ms, nil), job(idJ2, 3, 3, deadline100ms, nil)).
+			claimBatch(ownA, lease1s, 3).advance(5).snooze(0, asIssued, delayBeforeDeadline, rsTimeout).
+			snooze(1, asIssued, delayAtDeadline, rsTimeout).snooze(2, asIssued, delayAfterDeadline, rsTimeout).
+			toRunAt(idJ0, 0).claim(ownB, lease1s).checkAll()},
 	}
 	out := make([]fuzzSeed, len(seeds))
 	for i, s := range seeds {

@@ -188,7 +188,7 @@ var fuzzOptions = []leaseq.Options{
 // Enqueue, Claim, Get, Requeue, Cancel, Purge, Stats, List and the clock
 // moves to a job's instants act on the current queue (opUseQueue; the first
 // at the start). Calls on a claim — Finish, Extend, Release, Fail — act on
-// the queue that issued it, unless forged onto the other one; FinishBatch
+// the queue that issued it, unless forged onto the other one (Snooze too); FinishBatch
 // acts on the current queue whichever issued its claims.
 const (
 	opEnqueue          = iota // ID, qty, max attempts, deadline, payload
@@ -220,6 +220,7 @@ const (
 	opToRunAt                 // clock to a job's run_at -1, 0 or +1 ms
 	opInTx                    // fn fails or not, then two tx.Enqueue calls in one InTx, read as opEnqueueTx reads them (fuzz_intx_test.go)
 	opFinishTx                // claim, forgery, fn fails or not, the job fn enqueues as opEnqueueFull reads it
+	opSnooze                  // claim, forgery, delay, reason
 	opSlots
 )
 
@@ -341,6 +342,12 @@ func (r *fuzzRun) apply(in *opReader) {
 			qi, c, how := r.forge(h, in.next())
 			delay := r.decodeDelay(in.next(), qi, h.c)
 			r.release(qi, c, how, delay, fuzzReasons[in.pick(len(fuzzReasons))])
+		}
+	case opSnooze:
+		if h, ok := r.pickClaim(in); ok {
+			qi, c, how := r.forge(h, in.next())
+			delay := r.decodeDelay(in.next(), qi, h.c)
+			r.snooze(qi, c, how, delay, fuzzReasons[in.pick(len(fuzzReasons))])
 		}
 	case opFail:
 		if h, ok := r.pickClaim(in); ok {
@@ -652,6 +659,17 @@ func (r *fuzzRun) release(qi int, c leaseq.Claim, how string, delay time.Duratio
 	want, wantErr := r.m.release(qi, now, c, delay, reason)
 	if errClass(err) != errClass(wantErr) || ok != want {
 		r.fail("Release: got %v, %v; want %v, %v", ok, err, want, wantErr)
+	}
+	r.wantRow(qi, c.ID)
+}
+
+func (r *fuzzRun) snooze(qi int, c leaseq.Claim, how string, delay time.Duration, reason string) {
+	now := r.clock.Now()
+	ok, err := r.qs[qi].Snooze(r.ctx, c, delay, reason)
+	r.step("Snooze(%s, %v, %q) = %v, %v", fmtClaim(qi, c, how), delay, shorten(reason), ok, err)
+	want, wantErr := r.m.snooze(qi, now, c, delay, reason)
+	if errClass(err) != errClass(wantErr) || ok != want {
+		r.fail("Snooze: got %v, %v; want %v, %v", ok, err, want, wantErr)
 	}
 	r.wantRow(qi, c.ID)
 }

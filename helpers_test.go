@@ -275,8 +275,8 @@ type fencedCall struct {
 	call func(ctx context.Context, q *leaseq.Queue, c leaseq.Claim) (bool, error)
 }
 
-// fencedCalls are Finish, Extend, ExtendBatch (of the one claim), Release
-// and Fail with ordinary arguments.
+// fencedCalls are Finish, Extend, ExtendBatch (of the one claim), Release,
+// Fail and Snooze with ordinary arguments.
 // Extend and ExtendBatch must also hand back the claim they were given when
 // they refuse; the check is here so every test of the fence makes it.
 var fencedCalls = []fencedCall{
@@ -305,6 +305,9 @@ var fencedCalls = []fencedCall{
 	}},
 	{"Fail", func(ctx context.Context, q *leaseq.Queue, c leaseq.Claim) (bool, error) {
 		return q.Fail(ctx, c, "failed by the test")
+	}},
+	{"Snooze", func(ctx context.Context, q *leaseq.Queue, c leaseq.Claim) (bool, error) {
+		return q.Snooze(ctx, c, 0, "snoozed by the test")
 	}},
 }
 

@@ -373,6 +373,29 @@ func (m *model) release(qi int, now time.Time, c leaseq.Claim, delay time.Durati
 	return true, nil
 }
 
+// snooze is rule 49: release with the attempt given back — pending again
+// with max attempts one higher, or quarantined at once, max attempts as
+// they were, when now + delay is at or after the deadline.
+func (m *model) snooze(qi int, now time.Time, c leaseq.Claim, delay time.Duration, reason string) (bool, error) {
+	if malformedClaim(c) || delay < 0 {
+		return false, leaseq.ErrInvalid
+	}
+	n := msOf(now)
+	s := m.fence(qi, n, c)
+	if s == nil {
+		return false, nil
+	}
+	runAt := n + delay.Milliseconds()
+	s.RunAt, s.LeaseUntil = atMS(runAt), atMS(n)
+	if !s.Deadline.IsZero() && runAt >= msOf(s.Deadline) {
+		s.quarantine(n, cleanReasonModel(reason), reasonSaysSo)
+		return true, nil
+	}
+	s.MaxAttempts++
+	s.Status, s.Reason, s.reason, s.UpdatedAt, s.since = leaseq.StatusPending, cleanReasonModel(reason), reasonExact, atMS(n), n
+	return true, nil
+}
+
 // fail is rule 19: the fence, then quarantined with the reason given.
 func (m *model) fail(qi int, now time.Time, c leaseq.Claim, reason string) (bool, error) {
 	if malformedClaim(c) {

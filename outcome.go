@@ -42,7 +42,8 @@ func (e *permanentError) Unwrap() error { return e.err }
 
 // RetryAfter marks err as a failure to retry after d rather than after
 // WorkerOptions.Backoff: Work releases the job with delay d (0 if d is
-// negative) and err's text as the reason. The attempt still counts.
+// negative) and err's text as the reason. The attempt still counts: for a
+// rate limit or a Retry-After, where it should not, return Snooze(d).
 func RetryAfter(d time.Duration, err error) error { return &retryAfterError{max(d, 0), err} }
 
 type retryAfterError struct {

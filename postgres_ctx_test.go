@@ -23,8 +23,9 @@ import (
 // never send); the server commits it all the same, and the queue, which
 // read the claims before the COMMIT, releases them at once, fenced, with
 // no delay: the job is pending again, claimable at once, its token and
-// attempt spent as every claim's are (rule 24; a job is never left leased
-// to a caller that got an error). Between the queue and the server sits a
+// attempt counted as every claim's are but the attempt given back, as a
+// Snooze gives it (rules 24 and 49; a job is never left leased to a caller
+// that got an error, and a claim nobody ran spends no attempt). Between the queue and the server sits a
 // proxy on loopback that ends the claim's context as the COMMIT passes and
 // holds the server's answer back.
 func TestPostgresClaimCutShortIsUndone(t *testing.T) {
@@ -68,8 +69,8 @@ func TestPostgresClaimCutShortIsUndone(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond) // polling the row, bounded by limit
 	}
-	if row.Attempts != 1 || !row.LeaseUntil.Equal(t0) || !row.RunAt.Equal(t0) || !strings.HasPrefix(row.Reason, "claim undone") {
-		t.Fatalf("row %s after the undo; want released at the queue's instant with no delay, saying why", fmtState(row))
+	if row.Attempts != 1 || row.MaxAttempts != 4 || !row.LeaseUntil.Equal(t0) || !row.RunAt.Equal(t0) || !strings.HasPrefix(row.Reason, "claim undone") {
+		t.Fatalf("row %s after the undo; want released at the queue's instant with no delay, saying why, MaxAttempts 3 + 1", fmtState(row))
 	}
 	c, ok, err := q.Claim(ctx, "w2", time.Minute)
 	if err != nil || !ok || c.Token != 2 || c.Attempt != 2 {

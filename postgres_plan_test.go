@@ -169,6 +169,7 @@ func planCalls(q *leaseq.Queue, clock *leaseq.ManualClock) []planCall {
 		{"extend", fenced(func(ctx context.Context) (bool, error) { _, ok, err := q.Extend(ctx, c, time.Minute); return ok, err }), headerIndexes("extend")},
 		{"release", fenced(func(ctx context.Context) (bool, error) { return q.Release(ctx, c, time.Second, "r") }), headerIndexes("release")},
 		{"fail", fenced(func(ctx context.Context) (bool, error) { return q.Fail(ctx, c, "f") }), headerIndexes("fail")},
+		{"snooze", fenced(func(ctx context.Context) (bool, error) { return q.Snooze(ctx, c, time.Second, "s") }), headerIndexes("snooze")},
 		{"finish batch", fenced(func(ctx context.Context) (bool, error) {
 			oks, err := q.FinishBatch(ctx, []leaseq.Claim{c, c})
 			return oks[0], err
@@ -204,5 +205,40 @@ func planCalls(q *leaseq.Queue, clock *leaseq.ManualClock) []planCall {
 			_, err := q.Purge(ctx, clock.Now().Add(-time.Hour), leaseq.StatusDone, leaseq.StatusQuarantined)
 			return err
 		}, headerIndexes("purge")},
+		// Last: the pool's claims and finishes may still be in flight on
+		// the one connection after Work returned.
+		{"periodic and retention", func(ctx context.Context) error { return planTimed(ctx, q) }, append(headerIndexes("slot_insert")[:1], headerIndexes("purge_due")...)},
 	}
+}
+
+// planTimed runs a pool's first periodic and retention passes: the read
+// of a Periodic seen before (an old slot's job is there), the insert of the
+// latest slot's job, and retention's read of what is due (nothing: the
+// done jobs are younger than its age).
+func planTimed(ctx context.Context, q *leaseq.Queue) error {
+	if err := q.Enqueue(ctx, leaseq.Job{ID: "tick@1970-01-01T00:00:00Z"}); err != nil {
+		return err
+	}
+	passed := map[string]chan struct{}{"periodic": make(chan struct{}), "retention": make(chan struct{})}
+	for loop, ch := range passed {
+		var once sync.Once
+		defer leaseq.OnTimedPass(loop, "plans", func(time.Time) { once.Do(func() { close(ch) }) })()
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- q.Work(wctx, leaseq.WorkerOptions{Owner: "plans", PollInterval: time.Hour,
+			Periodic:  []leaseq.Periodic{{Name: "tick", Schedule: leaseq.Every(time.Minute)}},
+			Retention: leaseq.Retention{Done: 72 * time.Hour}}, func(context.Context, leaseq.Claim) error { return nil })
+	}()
+	for _, ch := range passed {
+		select {
+		case <-ch:
+		case <-time.After(20 * time.Second):
+			stop()
+			return fmt.Errorf("no periodic and retention passes within 20s")
+		}
+	}
+	stop()
+	return <-done
 }

@@ -122,3 +122,7 @@ func Migrate(ctx context.Context, db *sql.DB) (from, to int, err error) {
 	}
 	return from, e.SchemaCurrent(), nil
 }
+
+func (readOnlyEngine) SlotInsert(context.Context, engine.SlotInsertParams) (bool, error) {
+	return false, errReadOnly()
+}

@@ -20,7 +20,8 @@ import (
 // job's holder, and with ErrShutdown when Work is shutting down and its
 // drain time is over. Its result decides the job's fate: nil finishes it;
 // an error releases it for another attempt after WorkerOptions.Backoff,
-// RetryAfter(d, err) after d, and Permanent(err) fails it. Receivers of
+// RetryAfter(d, err) after d, Snooze(d) puts it off for d without spending
+// an attempt, and Permanent(err) fails it. Receivers of
 // what a handler sends must be idempotent by job ID: a handler that lost
 // its lease may already have sent, and another will send again.
 type Handler func(ctx context.Context, c Claim) error
@@ -75,6 +76,13 @@ type WorkerOptions struct {
 	// Work returns only after every call returned. Calls of several runs
 	// may overlap. A panic in it is logged.
 	OnOutcome func(Outcome)
+	// Periodic lists the jobs the pool enqueues on a schedule, one per slot
+	// across every pool that lists them (see Periodic; rule 53).
+	Periodic []Periodic
+	// Retention is how long the pool keeps done and quarantined jobs
+	// before it purges them: by default done jobs 24 hours, quarantined
+	// ones 7 days; Retention{Off: true} keeps everything (rule 55).
+	Retention Retention
 }
 
 // Defaults of WorkerOptions.
@@ -158,6 +166,9 @@ func (q *Queue) Work(ctx context.Context, opts WorkerOptions, h Handler) error {
 	if why == "" && h == nil {
 		why = "handler is nil"
 	}
+	if why == "" {
+		why = cmp.Or(retentionProblem(opts.Retention), q.periodicProblem(opts.Periodic, q.now()))
+	}
 	if why == "" && q.ReadOnly() {
 		why = "the queue was opened read-only (Options.ReadOnly)"
 	}
@@ -172,9 +183,11 @@ func (q *Queue) Work(ctx context.Context, opts WorkerOptions, h Handler) error {
 	}
 	p := newPool(ctx, q, opts.withDefaults(), h)
 	defer p.stop(nil)
-	defer q.watchStart()()  // rule 56: other processes' changes wake the pool
-	defer p.watchLeases()() // and end the handlers of jobs taken from them
+	defer q.watchStart()()         // rule 56: other processes' changes wake the pool
+	defer p.watchLeases()()        // and end the handlers of jobs taken from them
+	stopTimed := p.startTimed(ctx) // periodic jobs and retention: work_periodic.go
 	err := p.run(ctx)
+	stopTimed()
 	if err != nil {
 		p.stop(err) // no result can be recorded: stop the handlers at once
 	}
@@ -553,11 +566,14 @@ func (p *pool) record(c Claim, err, cause error, began time.Time, r *run) {
 func (p *pool) outcome(c Claim, err, cause error, quarantined *bool) (string, func(context.Context) (bool, error)) {
 	var perm *permanentError
 	var retry *retryAfterError
+	var snooze *snoozeError
 	switch {
 	case err == nil:
 		return "finished", func(ctx context.Context) (bool, error) { return p.q.finish(ctx, c, engine.SharePool) }
-	case errors.Is(cause, ErrShutdown):
-		return "released at shutdown", p.released(c, 0, "worker shut down: "+err.Error(), quarantined)
+	case errors.Is(cause, ErrShutdown): // rule 49: a restart spends no attempt
+		return "released at shutdown", p.snoozed(c, 0, "worker shut down: "+err.Error(), quarantined)
+	case errors.As(err, &snooze):
+		return "snoozed", p.snoozed(c, snooze.d, err.Error(), quarantined)
 	case errors.As(err, &perm):
 		return "failed", func(ctx context.Context) (bool, error) { return p.q.Fail(ctx, c, err.Error()) }
 	case errors.As(err, &retry):

@@ -134,13 +134,29 @@ func (p *pool) released(c Claim, delay time.Duration, reason string, quarantined
 	}
 }
 
+// snoozed is the write of the pool's Snooze of c (a Snooze result, or the
+// release of a shutdown, which gives the attempt back: rule 49), which sets
+// *quarantined when the snooze reached the deadline and quarantined the job
+// instead, as released tells from the fence's instant.
+func (p *pool) snoozed(c Claim, delay time.Duration, reason string, quarantined *bool) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		at, ok, err := p.q.settle(ctx, "snooze", snoozeFenced(c, delay, reason), delayProblem(delay), engine.ShareCalls)
+		if ok {
+			p.q.e.Wakers().Signal(p.q.name) // as Snooze
+			dl := c.Deadline
+			*quarantined = !dl.IsZero() && at+delay.Milliseconds() >= toMillis(dl)
+		}
+		return ok, err
+	}
+}
+
 // accepted is the Result of an accepted write of the result named outcome
 // (pool.outcome's names).
 func accepted(outcome string, quarantined bool) string {
 	switch {
 	case quarantined:
 		return OutcomeQuarantined
-	case outcome == "finished" || outcome == "failed":
+	case outcome == "finished" || outcome == "failed" || outcome == "snoozed":
 		return outcome
 	}
 	return OutcomeReleased

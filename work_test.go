@@ -212,11 +212,12 @@ func poolStacks() string {
 }
 
 // poolsParked reports whether at least one pool runs and every pool is
-// asleep in its loop's select with nothing in flight.
+// asleep in its loop's select with nothing in flight; so are its periodic
+// and retention loops (timedLoop), if any.
 func poolsParked() bool {
 	states, tops := goroutineTops()
 	for i, top := range tops {
-		if top != poolFrame+"run" || !strings.HasPrefix(states[i], "select") {
+		if top != poolFrame+"run" && top != poolFrame+"timedLoop" || !strings.HasPrefix(states[i], "select") {
 			return false
 		}
 	}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
+
+	"github.com/leaseq/leaseq"
 )
 
 const statsUsage = `usage: leaseq stats [-db PATH|URL] [-queue NAME] [-json]
@@ -13,7 +16,9 @@ Counts each queue's jobs by status, at one instant: pending (claimable
 now), scheduled (pending, runs later), leased (lease live), expired (lease
 ended, claimable again), done and quarantined, and since when the
 longest-waiting claimable job has been claimable. Without -queue it covers
-every queue that has jobs.
+every queue that has jobs. A worker pool (Work) purges done jobs after 24h
+and quarantined jobs after 7 days unless its WorkerOptions.Retention says
+otherwise, as the line under the table says.
 
 flags:
 ` + dbFlagsUsage + `
@@ -95,5 +100,20 @@ func printStats(w io.Writer, out statsJSON, now time.Time) error {
 		tw.row(name, count(q.Pending), count(q.Scheduled), count(q.Leased), count(q.Expired),
 			count(q.Done), count(q.Quarantined), oldest)
 	}
-	return tw.flush()
+	if err := tw.flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "retention: worker pools purge done jobs after %s and quarantined jobs after %s by default (WorkerOptions.Retention)\n",
+		age(leaseq.RetentionDoneDefault), age(leaseq.RetentionQuarantinedDefault))
+	return err
+}
+
+// age prints a retention age: in days when whole days over one, else as
+// time.Duration does, without its zero minutes and seconds.
+func age(d time.Duration) string {
+	const day = 24 * time.Hour
+	if d > day && d%day == 0 {
+		return fmt.Sprintf("%d days", d/day)
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "0m")
 }

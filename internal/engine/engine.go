@@ -122,6 +122,22 @@ type Engine interface {
 	// counter every WatchInterval, without a lock; PostgreSQL listens
 	// through p.Listener, and without one does nothing (pools poll).
 	WatchStart(p WatchParams) (stop func())
+
+	// Periodic jobs, rule 53 (periodic.go).
+
+	// SlotInsert writes a periodic slot's job unless its ID is in the
+	// queue or was purged, in one statement: whether it wrote it.
+	SlotInsert(ctx context.Context, p SlotInsertParams) (inserted bool, err error)
+	// SlotSeen reports whether a job of the queue, or a purged one, has an
+	// ID that starts with p.Prefix: a read, without the write lock.
+	SlotSeen(ctx context.Context, p SlotSeenParams) (bool, error)
+
+	// Retention, rule 55.
+
+	// JobPurgeDue reports whether a purge chunk of p would delete a job: a
+	// read, without the write lock, so that an idle pool's retention takes
+	// none.
+	JobPurgeDue(ctx context.Context, p JobPurgeChunkParams) (bool, error)
 }
 
 // TimeSource is a clock (leaseq.Clock has this method).

@@ -58,6 +58,8 @@ func (f Fenced) Args(queue string, now any) []any {
 		args = append(args, f.Delay, f.Reason, f.ReasonAttempts, f.ReasonDeadline)
 	case FenceFail:
 		args = append(args, f.Reason)
+	case FenceSnooze:
+		args = append(args, f.Delay, f.Reason, f.ReasonDeadline)
 	}
 	return args
 }

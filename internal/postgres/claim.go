@@ -143,7 +143,8 @@ func releaseTx(ctx context.Context, tx engine.Execer, q engine.Queue, cs []engin
 	now := q.Clock.Arg()
 	undone := false
 	for _, c := range cs {
-		r, err := fencedTx(ctx, tx, q.Name, engine.ReleaseFenced(c.ID, c.Owner, c.Token, 0, undoneReason), now)
+		// A snooze: the claim never ran, so it spends no attempt (rule 49).
+		r, err := fencedTx(ctx, tx, q.Name, engine.SnoozeFenced(c.ID, c.Owner, c.Token, 0, undoneReason), now)
 		if err != nil {
 			return false, err
 		}

@@ -68,7 +68,7 @@ func (e *Engine) fencedRows(ctx context.Context, queue string, ids []string) (ma
 
 // shows reports whether r bears f's mark: the job as f leaves it, with
 // f's claim's owner and token. Finish: done. Fail: quarantined with its
-// reason. Release: not leased, with one of its reasons, its lease ended
+// reason. Release and Snooze: not leased, with one of its reasons, its lease ended
 // and its run_at set at the instant of the change, delay apart. Extend:
 // leased, its lease end set from the instant of the change by its lease
 // (or the deadline), and not the lease end the claim had. Each such row
@@ -85,7 +85,7 @@ func shows(f engine.Fenced, r fencedRow) bool {
 		return r.status == "done"
 	case engine.FenceFail:
 		return r.status == "quarantined" && r.reason == f.Reason
-	case engine.FenceRelease:
+	case engine.FenceRelease, engine.FenceSnooze:
 		reasons := []string{f.Reason, f.ReasonAttempts, f.ReasonDeadline}
 		return r.status != "leased" && slices.Contains(reasons, r.reason) &&
 			r.leaseUntil.Int64 == at && r.runAt.Int64 == at+f.Delay

@@ -86,6 +86,8 @@ func fencedSQL(k engine.FenceKind) string {
 		return stmt("release")
 	case engine.FenceFail:
 		return stmt("fail")
+	case engine.FenceSnooze:
+		return stmt("snooze")
 	}
 	return stmt("finish")
 }

@@ -61,8 +61,8 @@ func TestFencedStatements(t *testing.T) {
 			t.Errorf("%s.sql's fence is\n\t%s\nnot\n\t%s", name, got, w)
 		}
 	}
-	if fenced != 6 {
-		t.Errorf("%d fenced statements, want 6 (finish, extend, release, fail, finish_many, fence_check)", fenced)
+	if fenced != 7 {
+		t.Errorf("%d fenced statements, want 7 (finish, extend, release, fail, snooze, finish_many, fence_check)", fenced)
 	}
 }
 

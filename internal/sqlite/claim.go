@@ -49,7 +49,8 @@ func (e *Engine) releaseUnknown(ctx context.Context, q engine.Queue, cs []engine
 	defer cancel()
 	fs := make([]engine.Fenced, len(cs))
 	for i, c := range cs {
-		fs[i] = engine.ReleaseFenced(c.ID, c.Owner, c.Token, 0, "released: the claim's commit failed, and whether it took effect was unknown")
+		// A snooze: no caller got the claim, so it spends no attempt (rule 49).
+		fs[i] = engine.SnoozeFenced(c.ID, c.Owner, c.Token, 0, "released: the claim's commit failed, and whether it took effect was unknown")
 	}
 	p := engine.JobSettleParams{Queue: q, Calls: fs, Share: engine.ShareNone}
 	if _, err := e.JobSettle(ctx, p); err == nil {

@@ -169,8 +169,9 @@ func TestAfterFailedCommitEmptyFile(t *testing.T) {
 
 // TestReleaseUnknown: after a claim transaction whose outcome the file
 // could not tell, its claims are released through the fence: one that did
-// commit goes back to pending, one that did not (its token is not the
-// row's) changes nothing.
+// commit goes back to pending with its attempt given back (a snooze: no
+// caller got it, rule 49), one that did not (its token is not the row's)
+// changes nothing.
 func TestReleaseUnknown(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Unix(1e9, 0)
@@ -186,11 +187,11 @@ func TestReleaseUnknown(t *testing.T) {
 	never := engine.ClaimRow{ID: "not-committed", Owner: "w", Token: 1, LeaseUntil: c.LeaseUntil}
 	e.releaseUnknown(ctx, q, []engine.ClaimRow{c, never})
 	for id, want := range map[string]string{
-		"committed":     "pending token=1 attempts=1 reason=released: the claim's commit failed, and whether it took effect was unknown",
-		"not-committed": "pending token=0 attempts=0 reason=",
+		"committed":     "pending token=1 attempts=1/4 reason=released: the claim's commit failed, and whether it took effect was unknown",
+		"not-committed": "pending token=0 attempts=0/3 reason=",
 	} {
 		s := get(t, e, q, id)
-		if got := fmt.Sprintf("%s token=%d attempts=%d reason=%s", s.Status, s.Token, s.Attempts, s.Reason.String); got != want {
+		if got := fmt.Sprintf("%s token=%d attempts=%d/%d reason=%s", s.Status, s.Token, s.Attempts, s.MaxAttempts, s.Reason.String); got != want {
 			t.Errorf("%s: %s, want %s", id, got, want)
 		}
 	}

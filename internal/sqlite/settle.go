@@ -14,6 +14,7 @@ var fencedSQL = [...]string{
 	engine.FenceExtend:  stmt("extend"),
 	engine.FenceRelease: stmt("release"),
 	engine.FenceFail:    stmt("fail"),
+	engine.FenceSnooze:  stmt("snooze"),
 }
 
 // JobSettle runs fenced calls: a single one in a (possibly shared)

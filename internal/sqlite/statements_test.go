@@ -38,7 +38,7 @@ func TestFencedStatementsCarryTheFence(t *testing.T) {
 			t.Errorf("%s.sql is fenced but does not carry the fence %q", name, fence)
 		}
 	}
-	calls := []string{"finish", "extend", "release", "fail"}
+	calls := []string{"finish", "extend", "release", "fail", "snooze"}
 	for _, name := range calls {
 		if !statements.All()[name].Fenced {
 			t.Errorf("%s.sql runs as a fenced call but has no \"-- fenced\" line", name)

@@ -1,0 +1,7 @@
+-- Whether a purge chunk (purge.sql) would delete a job: the read of a
+-- pool's retention (rule 55) before it writes.
+-- args: $1 queue, $2 status, $3 before
+-- returns: due
+-- index: leaseq_jobs_finished
+SELECT EXISTS (SELECT FROM leaseq_jobs
+    WHERE queue = $1 AND status = $2 AND status IN ('done', 'quarantined') AND updated_at < $3)
