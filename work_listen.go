@@ -69,12 +69,17 @@ func (h *heldLeases) watch(p *pool) (stop func()) {
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
+		changed := p.q.e.Wakers().Changes(p.q.name)
 		for {
 			select {
 			case <-done:
 				return
-			case <-p.q.e.Wakers().Changes(p.q.name):
+			case <-changed:
 			}
+			// The next change's channel is taken before the check, so
+			// that a change during the check or the gap after it (a
+			// Cancel just after a claim's commit) is seen, not lost.
+			changed = p.q.e.Wakers().Changes(p.q.name)
 			h.check(p)
 			select {
 			case <-done:
@@ -84,6 +89,14 @@ func (h *heldLeases) watch(p *pool) (stop func()) {
 		}
 	}()
 	return func() { close(done); <-ended }
+}
+
+// stillHeld reports whether the row r of c's job (found: there is one)
+// is still c's: leased by it, or done by it — its handler's own FinishTx
+// (rule 46), which is no loss.
+func stillHeld(c Claim, r engine.StateRow, found bool) bool {
+	mine := found && r.Token == c.Token && r.Owner.String == c.Owner
+	return mine && (r.Status == string(StatusLeased) || r.Status == string(StatusDone))
 }
 
 // check reads the row of each running claim and ends the handler of
@@ -101,7 +114,7 @@ func (held *heldLeases) check(p *pool) {
 		ctx, cancel := context.WithTimeout(p.bg, recordTimeout)
 		r, found, err := p.q.e.JobGet(ctx, p.q.name, h.c.ID)
 		cancel()
-		if err == nil && (!found || r.Status != string(StatusLeased) || r.Token != h.c.Token || r.Owner.String != h.c.Owner) {
+		if err == nil && !stillHeld(h.c, r, found) {
 			p.log.Warn("leaseq: the job was taken from its handler (cancelled?)", p.attrs(h.c, "lease lost", time.Time{})...)
 			h.lost(ErrLeaseLost)
 		}

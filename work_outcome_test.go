@@ -324,8 +324,8 @@ func TestOutcomeUnrecorded(t *testing.T) {
 }
 
 // TestOutcomeShutdown: handlers stopped by the drain are released (rule
-// 32), and the fence decides again: the job with attempts left is
-// released, the one on its last attempt quarantined.
+// 32) with their attempt given back (rule 49), so the job on its last
+// attempt is released too, not quarantined: its max attempts rise by one.
 func TestOutcomeShutdown(t *testing.T) {
 	forEngines(t, func(t *testing.T, e testEngine) {
 		f := newFixture(t, e, leaseq.Options{})
@@ -343,8 +343,11 @@ func TestOutcomeShutdown(t *testing.T) {
 		waitFor(t, started, "the other handler to start")
 		w.cancel()
 		got := l.wait(t, 2)
-		if got["more"].Result != leaseq.OutcomeReleased || got["last"].Result != leaseq.OutcomeQuarantined {
-			t.Fatalf("outcomes at shutdown: %q, %q; want released, quarantined", got["more"].Result, got["last"].Result)
+		if got["more"].Result != leaseq.OutcomeReleased || got["last"].Result != leaseq.OutcomeReleased {
+			t.Fatalf("outcomes at shutdown: %q, %q; want released, released", got["more"].Result, got["last"].Result)
+		}
+		if s := f.get("last"); s.Status != leaseq.StatusPending || s.Attempts != 1 || s.MaxAttempts != 2 {
+			t.Fatalf("row of last: %s; want pending, 1 of 2 attempts", fmtRow(s))
 		}
 		if !errors.Is(got["more"].Err, leaseq.ErrShutdown) {
 			t.Fatalf("error of the stopped handler: %v", got["more"].Err)

@@ -28,20 +28,25 @@ var jobsDesc = prometheus.NewDesc("leaseq_jobs",
 	"Jobs of the queue by status, as Queue.Stats counts them at the scrape.",
 	[]string{"queue", "status"}, nil)
 
+var pausedDesc = prometheus.NewDesc("leaseq_paused",
+	"1 while the queue is paused (Queue.Pause), else 0.",
+	[]string{"queue"}, nil)
+
 // collector reads each queue's Stats on every scrape.
 type collector struct{ qs []*leaseq.Queue }
 
 // NewCollector returns a collector of the jobs of each of qs by status:
 // leaseq_jobs{queue, status} with the statuses of leaseq.Stats (pending,
-// scheduled, leased, expired, done, quarantined). Each scrape runs one
+// scheduled, leased, expired, done, quarantined), and leaseq_paused{queue},
+// 1 while the queue is paused (Stats.Paused). Each scrape runs one
 // Queue.Stats per queue, a read that takes no write lock and whose cost
 // does not grow with the done and quarantined jobs kept (rule 35). A queue
 // whose read fails is reported to the scrape as an error, the others as
 // usual.
 func NewCollector(qs ...*leaseq.Queue) prometheus.Collector { return &collector{qs: qs} }
 
-// Describe sends the collector's one descriptor.
-func (c *collector) Describe(ch chan<- *prometheus.Desc) { ch <- jobsDesc }
+// Describe sends the collector's descriptors.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) { ch <- jobsDesc; ch <- pausedDesc }
 
 // Collect reads and sends each queue's counts.
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -60,6 +65,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			{"done", st.Done}, {"quarantined", st.Quarantined}} {
 			ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(s.n), q.Name(), s.status)
 		}
+		paused := 0.0
+		if st.Paused {
+			paused = 1
+		}
+		ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, paused, q.Name())
 	}
 }
 

@@ -97,8 +97,24 @@ func TestCollectorCounts(t *testing.T) {
 	if err := testutil.CollectAndCompare(col, strings.NewReader(want), "leaseq_jobs"); err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(col); n != 12 {
-		t.Fatalf("%d series, want 12", n)
+	if n := testutil.CollectAndCount(col); n != 14 {
+		t.Fatalf("%d series, want 14 (six statuses and paused, of two queues)", n)
+	}
+	// leaseq_paused: 1 while paused, 0 once resumed.
+	paused := func(d, m int) string {
+		return fmt.Sprintf("# HELP leaseq_paused 1 while the queue is paused (Queue.Pause), else 0.\n# TYPE leaseq_paused gauge\n"+
+			"leaseq_paused{queue=\"default\"} %d\nleaseq_paused{queue=\"mail\"} %d\n", d, m)
+	}
+	if err := testutil.CollectAndCompare(col, strings.NewReader(paused(0, 0)), "leaseq_paused"); err != nil {
+		t.Fatal(err)
+	}
+	must(t, mail.Pause(ctx))
+	if err := testutil.CollectAndCompare(col, strings.NewReader(paused(0, 1)), "leaseq_paused"); err != nil {
+		t.Fatal(err)
+	}
+	must(t, mail.Resume(ctx))
+	if err := testutil.CollectAndCompare(col, strings.NewReader(paused(0, 0)), "leaseq_paused"); err != nil {
+		t.Fatal(err)
 	}
 }
 
