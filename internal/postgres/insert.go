@@ -30,8 +30,11 @@ func (e *Engine) JobInsertMany(ctx context.Context, p engine.JobInsertManyParams
 		ok, err := e.written(ctx, args, mark)
 		return struct{}{}, ok, err
 	})
-	if len(p.Jobs) == 1 || !errors.Is(err, engine.ErrDuplicate) {
+	switch {
+	case !errors.Is(err, engine.ErrDuplicate):
 		return -1, err
+	case len(p.Jobs) == 1: // the one job's ID is taken
+		return 0, err
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), answerWait)
 	defer cancel()
