@@ -136,11 +136,17 @@ func testFinishTxEffectsUnderKill(t *testing.T, e testEngine) {
 			p.Wait()
 		}
 	}()
-	// Jobs arrive all through the chaos, so that it always meets work.
+	// Jobs arrive all through the chaos, so that it always meets work, and
+	// no faster than the pools take them: at most 200 wait.
 	enqueued := make(chan int)
 	go func() {
 		n := 0
 		for end := time.Now().Add(chaos); time.Now().Before(end); n++ {
+			if st, err := q.Stats(ctx); err == nil && st.Pending > 200 {
+				time.Sleep(20 * time.Millisecond)
+				n--
+				continue
+			}
 			if err := q.Enqueue(ctx, leaseq.Job{ID: fmt.Sprintf("j%06d", n), MaxAttempts: 1000}); err != nil {
 				t.Error(err)
 				break
