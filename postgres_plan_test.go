@@ -174,6 +174,9 @@ func planCalls(q *leaseq.Queue, clock *leaseq.ManualClock) []planCall {
 			oks, err := q.FinishBatch(ctx, []leaseq.Claim{c, c})
 			return oks[0], err
 		}), headerIndexes("finish_many")},
+		{"finish tx", fenced(func(ctx context.Context) (bool, error) {
+			return q.FinishTx(ctx, c, func(context.Context, leaseq.Tx) error { return nil })
+		}), headerIndexes("fence_check")},
 		{"cancel", func(ctx context.Context) error { return q.Cancel(ctx, "ready19", "stop") }, headerIndexes("cancel")},
 		// A few quarantined jobs: the planner may take them from
 		// leaseq_jobs_finished rather than by ID; either is a short range.
