@@ -176,5 +176,9 @@ func planCalls(q *leaseq.Queue, clock *leaseq.ManualClock) []planCall {
 			_, err := q.Purge(ctx, clock.Now().Add(-time.Hour), leaseq.StatusDone, leaseq.StatusQuarantined)
 			return err
 		}, []string{"leaseq_jobs_finished"}},
+		// Rule 54: leaseq_paused is a row per paused queue, read by key.
+		{"pause", q.Pause, nil},
+		{"paused claim", func(ctx context.Context) error { _, _, err := q.Claim(ctx, "A", time.Minute); return err }, nil},
+		{"resume", q.Resume, nil},
 	}
 }
