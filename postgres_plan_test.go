@@ -208,6 +208,10 @@ func planCalls(q *leaseq.Queue, clock *leaseq.ManualClock) []planCall {
 			_, err := q.Purge(ctx, clock.Now().Add(-time.Hour), leaseq.StatusDone, leaseq.StatusQuarantined)
 			return err
 		}, headerIndexes("purge")},
+		// Rule 54: leaseq_paused is a row per paused queue, read by key.
+		{"pause", q.Pause, nil},
+		{"paused claim", func(ctx context.Context) error { _, _, err := q.Claim(ctx, "A", time.Minute); return err }, nil},
+		{"resume", q.Resume, nil},
 		// Last: the pool's claims and finishes may still be in flight on
 		// the one connection after Work returned.
 		{"periodic and retention", func(ctx context.Context) error { return planTimed(ctx, q) }, append(headerIndexes("slot_insert")[:1], headerIndexes("purge_due")...)},

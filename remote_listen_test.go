@@ -2,6 +2,8 @@ package leaseq_test
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -92,4 +94,30 @@ func TestRemoteServerRestart(t *testing.T) {
 	if got := waitWithin(t, started, 30*time.Second, "a job enqueued after the restart"); got != "after-restart" {
 		t.Fatalf("started %s, want after-restart", got)
 	}
+}
+
+// TestRemoteHeartbeatStillGuards: on PostgreSQL without a Listener no
+// wake-up reports another process's change, and the heartbeat's refusal
+// still ends the handler of a job taken from it (rule 30).
+func TestRemoteHeartbeatStillGuards(t *testing.T) {
+	q := realQueue(t, postgresEngine)
+	mustEnqueue(t, q, leaseq.Job{ID: "c"})
+	started, cause := make(chan struct{}), make(chan error, 1)
+	sink, logger := newLogSink()
+	runWork(t, q, leaseq.WorkerOptions{Owner: "w", Lease: 10 * time.Second, Heartbeat: 50 * time.Millisecond, Logger: logger},
+		func(ctx context.Context, c leaseq.Claim) error {
+			close(started)
+			<-ctx.Done()
+			cause <- context.Cause(ctx)
+			return nil
+		})
+	waitFor(t, started, "the handler to start")
+	// Another process's Cancel as its SQL alone: nothing announces it.
+	if _, err := q.DB().Exec("UPDATE leaseq_jobs SET status = 'quarantined', ready = 0, reason = 'by hand' WHERE id = 'c'"); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(t, cause, "the handler's context to end"); !errors.Is(err, leaseq.ErrLeaseLost) {
+		t.Fatalf("cause %v, want ErrLeaseLost", err)
+	}
+	sink.waitFor(t, "the refused extension at Warn, naming the job", record(slog.LevelWarn, "extension refused", "c"))
 }

@@ -91,18 +91,20 @@ func (h *heldLeases) watch(p *pool) (stop func()) {
 	return func() { close(done); <-ended }
 }
 
-// stillHeld reports whether the row r of c's job (found: there is one)
-// is still c's: leased by it, or done by it — its handler's own FinishTx
-// (rule 46), which is no loss.
-func stillHeld(c Claim, r engine.StateRow, found bool) bool {
-	mine := found && r.Token == c.Token && r.Owner.String == c.Owner
-	return mine && (r.Status == string(StatusLeased) || r.Status == string(StatusDone))
+// doneByItself reports whether c's job, no longer leased to it, was
+// finished by c itself: its handler's own FinishTx (rule 46), which is no
+// loss. A read that fails says no, as the heartbeat would.
+func (p *pool) doneByItself(c Claim) bool {
+	ctx, cancel := context.WithTimeout(p.bg, recordTimeout)
+	defer cancel()
+	r, found, err := p.q.e.JobGet(ctx, p.q.name, c.ID)
+	return err == nil && found && r.Status == string(StatusDone) && r.Token == c.Token && r.Owner.String == c.Owner
 }
 
-// check reads the row of each running claim and ends the handler of
-// one that is no longer its claim's (cancelled, or taken over) with
-// ErrLeaseLost. A read that fails changes nothing: the heartbeats still
-// guard the lease.
+// check reads which jobs are leased to the pool's owner, in one read, and
+// ends the handler of each running claim that is no longer among them with
+// its token (cancelled, or taken over) with ErrLeaseLost. A read that fails
+// changes nothing: the heartbeats still guard the leases.
 func (held *heldLeases) check(p *pool) {
 	held.mu.Lock()
 	hs := make([]heldLease, 0, len(held.m))
@@ -110,11 +112,21 @@ func (held *heldLeases) check(p *pool) {
 		hs = append(hs, h)
 	}
 	held.mu.Unlock()
+	if len(hs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(p.bg, recordTimeout)
+	defer cancel()
+	rows, err := p.q.e.JobsLeased(ctx, p.q.name, p.opts.Owner)
+	if err != nil {
+		return
+	}
+	tokens := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		tokens[r.ID] = r.Token
+	}
 	for _, h := range hs {
-		ctx, cancel := context.WithTimeout(p.bg, recordTimeout)
-		r, found, err := p.q.e.JobGet(ctx, p.q.name, h.c.ID)
-		cancel()
-		if err == nil && !stillHeld(h.c, r, found) {
+		if token, ok := tokens[h.c.ID]; (!ok || token != h.c.Token) && !p.doneByItself(h.c) {
 			p.log.Warn("leaseq: the job was taken from its handler (cancelled?)", p.attrs(h.c, "lease lost", time.Time{})...)
 			h.lost(ErrLeaseLost)
 		}

@@ -122,6 +122,9 @@ type Engine interface {
 	// counter every WatchInterval, without a lock; PostgreSQL listens
 	// through p.Listener, and without one does nothing (pools poll).
 	WatchStart(p WatchParams) (stop func())
+	// JobsLeased reads the ID and token of every job of queue leased to
+	// owner, in one read: a running pool's check of its claims.
+	JobsLeased(ctx context.Context, queue, owner string) ([]LeasedRow, error)
 
 	// Periodic jobs, rule 53 (periodic.go).
 

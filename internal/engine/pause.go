@@ -6,3 +6,10 @@ type QueuePauseParams struct {
 	Queue  Queue
 	Paused bool
 }
+
+// LeasedRow is one job leased to an owner: its ID and its claim's token
+// (JobsLeased).
+type LeasedRow struct {
+	ID    string
+	Token int64
+}

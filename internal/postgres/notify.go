@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"sync"
 	"time"
 
@@ -17,37 +18,45 @@ const notifyWait = 5 * time.Second
 // them a small share of its statements (Enqueue's throughput with them is
 // at least 0.9 of it without: rule 56), and costs a wake-up at most this
 // much.
-const notifyGap = 2 * time.Millisecond
+const notifyGap = 5 * time.Millisecond
+
+// notifyLinger is how many empty rounds the sender waits for more before it
+// gives its connection back: a queue in steady use keeps one connection
+// for its notifications rather than taking one from the pool (and, past
+// the pool's idle connections, a new one from the server) every round.
+const notifyLinger = 100
 
 // notifier sends the notifications of rule 56: announce marks a queue as
 // changed, and one goroutine at a time sends a NOTIFY for each queue
-// marked since its last one. While a NOTIFY is under way the changes of
-// many calls gather into the next, so a burst of Enqueues costs a few
-// notifications, not one each, and no commit of the queue's own waits for
-// NOTIFY's lock.
+// marked since its last round, on a connection of its own. While a round
+// is under way, and for notifyGap after it, the changes of many calls
+// gather into the next, so a burst of Enqueues costs a few notifications,
+// not one each, and no commit of the queue's own waits for NOTIFY's lock.
 type notifier struct {
-	mu      sync.Mutex
-	dirty   map[string]bool // by queue: whether a Change is among its announcements
-	sending bool
-	idle    *sync.Cond // broadcast when the sender stops
+	mu       sync.Mutex
+	dirty    map[string]bool // by queue: whether a Change is among its announcements
+	running  bool            // the sender's goroutine runs
+	inFlight bool            // it is sending a round
+	settled  *sync.Cond      // broadcast after each of its rounds, empty or not
+	kick     chan struct{}   // wakes a sender that waits for announcements
 }
 
-// cond is n.idle, made on first use; n.mu is held.
+// cond is n.settled, made on first use; n.mu is held.
 func (n *notifier) cond() *sync.Cond {
-	if n.idle == nil {
-		n.idle = sync.NewCond(&n.mu)
+	if n.settled == nil {
+		n.settled = sync.NewCond(&n.mu)
 	}
-	return n.idle
+	return n.settled
 }
 
 // flushNotifications waits until the notifications announced so far are
-// sent: the last Queue to close does, so that a process that enqueues and
+// sent: every Queue's Close does, so that a process that enqueues and
 // exits still wakes the others.
 func (e *Engine) flushNotifications() {
 	n := &e.notify
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for n.sending {
+	for n.inFlight || len(n.dirty) > 0 {
 		n.cond().Wait()
 	}
 }
@@ -61,38 +70,86 @@ func (e *Engine) announce(queue string, change bool) {
 		n.dirty = make(map[string]bool)
 	}
 	n.dirty[queue] = n.dirty[queue] || change
-	if !n.sending {
-		n.sending = true
-		go e.sendNotifications()
+	if n.kick == nil {
+		n.kick = make(chan struct{}, 1)
+	}
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+	if !n.running {
+		n.running = true
+		go e.sendNotifications(n.kick)
 	}
 }
 
-// sendNotifications sends what announce marked until nothing is left. A
-// failed NOTIFY is dropped: the pools it would have woken still poll.
-func (e *Engine) sendNotifications() {
+// sendNotifications sends what announce marked: a round at once when it
+// comes after a quiet spell, then at most one every notifyGap while more
+// keeps coming, until nothing came for notifyLinger gaps. A failed NOTIFY
+// is dropped (its connection too): the pools it would have woken still
+// poll.
+func (e *Engine) sendNotifications(kick <-chan struct{}) {
 	n := &e.notify
-	for {
+	var conn *sql.Conn
+	defer func() {
+		if conn != nil {
+			conn.Close()
+		}
+	}()
+	for empty := 0; ; {
 		n.mu.Lock()
 		dirty := n.dirty
 		n.dirty = nil
 		if len(dirty) == 0 {
-			n.sending = false
+			empty++
 			n.cond().Broadcast()
-			n.mu.Unlock()
-			return
-		}
-		n.mu.Unlock()
-		for queue, change := range dirty {
-			payload := engine.NotifyWake + queue
-			if change {
-				payload = engine.NotifyChange + queue
+			if empty > notifyLinger {
+				n.running = false
+				n.mu.Unlock()
+				return
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), notifyWait)
-			e.db.ExecContext(ctx, stmt("notify"), engine.NotifyChannel, payload)
-			cancel()
+			n.mu.Unlock()
+			select {
+			case <-kick:
+			case <-time.After(notifyGap):
+			}
+			continue
 		}
-		time.Sleep(notifyGap)
+		empty = 0
+		n.inFlight = true
+		n.mu.Unlock()
+		conn = e.sendRound(conn, dirty)
+		n.mu.Lock()
+		n.inFlight = false
+		n.cond().Broadcast()
+		n.mu.Unlock()
+		time.Sleep(notifyGap) // what comes meanwhile gathers into one round
 	}
+}
+
+// sendRound sends one NOTIFY per queue of dirty on conn (taken from the
+// pool when nil) and returns the connection to keep, nil after a failure.
+func (e *Engine) sendRound(conn *sql.Conn, dirty map[string]bool) *sql.Conn {
+	ctx, cancel := context.WithTimeout(context.Background(), notifyWait)
+	defer cancel()
+	for queue, change := range dirty {
+		payload := engine.NotifyWake + queue
+		if change {
+			payload = engine.NotifyChange + queue
+		}
+		var err error
+		if conn == nil {
+			conn, err = e.db.Conn(ctx)
+		}
+		if err == nil {
+			_, err = conn.ExecContext(ctx, stmt("notify"), engine.NotifyChannel, payload)
+		}
+		if err != nil && conn != nil {
+			conn.Close()
+			conn = nil
+		}
+	}
+	return conn
 }
 
 // WatchStart listens through p.Listener for the caller, a running pool;

@@ -30,3 +30,23 @@ func (e *Engine) QueuePaused(ctx context.Context, queue string) (bool, error) {
 		return paused, err
 	})
 }
+
+// JobsLeased reads the jobs of queue leased to owner (leased.sql).
+func (e *Engine) JobsLeased(ctx context.Context, queue, owner string) ([]engine.LeasedRow, error) {
+	return read(ctx, e, func(ctx context.Context, db engine.Execer) ([]engine.LeasedRow, error) {
+		rows, err := db.QueryContext(ctx, stmt("leased"), queue, owner)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		var out []engine.LeasedRow
+		for rows.Next() {
+			var r engine.LeasedRow
+			if err := rows.Scan(&r.ID, &r.Token); err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+		}
+		return out, rows.Err()
+	})
+}
