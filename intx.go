@@ -106,7 +106,7 @@ func (q *Queue) FinishTx(ctx context.Context, c Claim, fn func(ctx context.Conte
 	h := q.holds.settling(c)
 	out, err := q.txRun(ctx, "FinishTx", &f, fn)
 	ok := err == nil && out.FnErr == nil && !out.Refused
-	h.settled(ok)
+	h.settled(ok, err == nil && out.FnErr == nil && out.Refused)
 	switch {
 	case err != nil:
 		return false, opError(op, job(c.ID), err)

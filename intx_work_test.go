@@ -155,3 +155,42 @@ func testWorkWakesAfterTx(t *testing.T, eng testEngine) {
 		})
 	}
 }
+
+// TestWorkHandlerFinishTxRefused: a handler whose FinishTx was refused
+// (here: its job was cancelled first) and that then returns nil gets no
+// Finish written for it — its nil is refused as its FinishTx was, and
+// logged at Warn — and its outcome is refused; the row stays as the
+// Cancel left it.
+func TestWorkHandlerFinishTxRefused(t *testing.T) {
+	forEnginesInTurn(t, testWorkHandlerFinishTxRefused)
+}
+
+func testWorkHandlerFinishTxRefused(t *testing.T, eng testEngine) {
+	path := eng.fresh(t)
+	q := openQueue(t, eng, path)
+	ctx := context.Background()
+	mustEnqueue(t, q, leaseq.Job{ID: "a"})
+	sink, logger := newLogSink()
+	outcomes := make(chan leaseq.Outcome, 1)
+	refused := make(chan bool, 1)
+	runWork(t, q, leaseq.WorkerOptions{Owner: "w", Lease: time.Minute, Logger: logger,
+		OnOutcome: func(o leaseq.Outcome) { outcomes <- o }},
+		func(hctx context.Context, c leaseq.Claim) error {
+			if err := q.Cancel(ctx, c.ID, "operator stop"); err != nil {
+				return err
+			}
+			ok, err := q.FinishTx(context.WithoutCancel(hctx), c, func(context.Context, leaseq.Tx) error { return nil })
+			refused <- !ok && err == nil
+			return nil
+		})
+	if !waitFor(t, refused, "the handler's FinishTx") {
+		t.Fatal("FinishTx of a cancelled job was not refused with false, nil")
+	}
+	if o := waitFor(t, outcomes, "the outcome"); o.Result != leaseq.OutcomeRefused {
+		t.Fatalf("outcome %q, want refused", o.Result)
+	}
+	sink.waitFor(t, "the refused nil at Warn", record(slog.LevelWarn, "FinishTx was refused", "a"))
+	if s := mustGet(t, q, "a"); s.Status != leaseq.StatusQuarantined || s.Reason != "operator stop" {
+		t.Fatalf("row %s; want quarantined by the Cancel", fmtState(s))
+	}
+}

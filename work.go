@@ -528,7 +528,11 @@ func (p *pool) untilLeaseEnd(c Claim) time.Duration {
 // with FinishTx was finished by that call's fence.
 func (p *pool) record(c Claim, err, cause error, began time.Time, r *run) {
 	if p.settledByHandler(c, err, began) {
-		p.report(r, c, err, OutcomeFinished)
+		result := OutcomeFinished
+		if !p.q.holds.get(c).isDone() {
+			result = OutcomeRefused // its FinishTx was refused (settledByHandler)
+		}
+		p.report(r, c, err, result)
 		return
 	}
 	var quarantined bool

@@ -27,8 +27,13 @@ type holdKey struct {
 type hold struct {
 	done chan struct{} // closed once a FinishTx finished the claim
 	mu   sync.Mutex
-	busy int           // FinishTx calls on the claim in flight
-	idle chan struct{} // closed when busy drops to 0; nil while 0
+	// refused: a FinishTx of the claim was refused by the fence. A nil
+	// the handler returns after it must finish nothing: on PostgreSQL a
+	// heartbeat that waited behind the FinishTx's row lock is judged as
+	// of when it was sent, and may have renewed the lease meanwhile.
+	refused bool
+	busy    int           // FinishTx calls on the claim in flight
+	idle    chan struct{} // closed when busy drops to 0; nil while 0
 }
 
 func keyOf(c Claim) holdKey { return holdKey{c.ID, c.Owner, c.Token} }
@@ -75,13 +80,15 @@ func (hs *holds) settling(c Claim) *hold {
 	return h
 }
 
-// settled ends a FinishTx in flight: ok, it finished the claim.
-func (h *hold) settled(ok bool) {
+// settled ends a FinishTx in flight: ok, it finished the claim; refused,
+// the fence refused it.
+func (h *hold) settled(ok, refused bool) {
 	if h == nil {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.refused = h.refused || refused
 	if ok {
 		select {
 		case <-h.done:
@@ -93,6 +100,17 @@ func (h *hold) settled(ok bool) {
 		close(h.idle)
 		h.idle = nil
 	}
+}
+
+// wasRefused reports whether a FinishTx of the claim was refused; false
+// for no hold.
+func (h *hold) wasRefused() bool {
+	if h == nil {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.refused
 }
 
 // isDone reports whether a FinishTx finished the claim; false for no hold.
@@ -139,9 +157,16 @@ func (h *hold) settledChan() <-chan struct{} {
 }
 
 // settledByHandler reports whether the handler settled c with FinishTx,
-// and logs what it returned then: nothing more is written for c.
+// and logs what it returned then: nothing more is written for c. A nil
+// after a FinishTx the fence refused settles it too, as refused.
 func (p *pool) settledByHandler(c Claim, err error, began time.Time) bool {
-	if !p.q.holds.get(c).isDone() {
+	h := p.q.holds.get(c)
+	if err == nil && !h.isDone() && h.wasRefused() {
+		p.log.Warn("leaseq: result refused; the handler's FinishTx was refused, so its nil finishes nothing",
+			p.attrs(c, "finished", began)...)
+		return true
+	}
+	if !h.isDone() {
 		return false
 	}
 	if err != nil {
