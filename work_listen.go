@@ -69,12 +69,16 @@ func (h *heldLeases) watch(p *pool) (stop func()) {
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
+		changes := p.q.e.Wakers().Changes(p.q.name)
 		for {
 			select {
 			case <-done:
 				return
-			case <-p.q.e.Wakers().Changes(p.q.name):
+			case <-changes:
 			}
+			// The next channel is taken before the check, so that a change
+			// made while it reads is not missed.
+			changes = p.q.e.Wakers().Changes(p.q.name)
 			h.check(p)
 			select {
 			case <-done:
