@@ -5,11 +5,7 @@
 -- sender per engine that gathers the changes made meanwhile, so that
 -- NOTIFY's lock at commit never serializes the queue's own commits; and in
 -- the caller's transaction by EnqueueTx, which cannot see its commit.
--- A notification is worth nothing once its moment passed, so its
--- transaction commits without waiting for the log's flush
--- (synchronous_commit off for it alone): a round of notifications costs no
--- fsync, which would have taken a share of the Enqueues' own.
 -- args: $1 channel, $2 payload
 -- returns: nothing of use
 -- PostgreSQL only: SQLite's pools watch the file instead.
-SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)
+SELECT pg_notify($1, $2)
