@@ -224,7 +224,7 @@ func (e *Engine) commitGroup() int {
 	ops, err := writeTx(context.Background(), e, write[[]*groupOp]{ // see "Contexts" above
 		idle: g.idle,
 		run:  g.runReady,
-		busy: func(ops []*groupOp, err error) bool { g.putBack(ops); g.sawBusy(err); return g.hasWaiting() },
+		busy: func(ops []*groupOp, err error) bool { g.sawBusy(err); g.putBack(ops); return g.hasWaiting() },
 	})
 	g.mu.Lock()
 	g.locking = false
@@ -425,8 +425,9 @@ func (g *group) takeIf(ok func(*groupOp) bool) []*groupOp {
 
 // putBack puts the calls of a transaction that did not commit back at the
 // head of the list, in their order, where their callers may leave. A call
-// whose context already ended is answered with its context's error instead:
-// its caller may be blocked waiting for it, and nothing of it was written.
+// whose context already ended is answered with its context's error instead
+// (saying it waited for the lock when its try met SQLITE_BUSY): its caller
+// may be blocked waiting for it, and nothing of it was written.
 func (g *group) putBack(ops []*groupOp) {
 	if len(ops) == 0 {
 		return
@@ -436,6 +437,9 @@ func (g *group) putBack(ops []*groupOp) {
 	back := make([]*groupOp, 0, len(ops))
 	for _, op := range ops {
 		if err := op.ctx.Err(); err != nil {
+			if g.waited != nil { // its try met SQLITE_BUSY: say so (rule 47)
+				err = lockWaitError(err, g.waited)
+			}
 			op.v, op.err, op.state = nil, err, opLeft
 			close(op.done)
 			continue
