@@ -527,11 +527,7 @@ func (p *pool) untilLeaseEnd(c Claim) time.Duration {
 // What became of it is reported to r (rule 51); a job the handler settled
 // with FinishTx was finished by that call's fence.
 func (p *pool) record(c Claim, err, cause error, began time.Time, r *run) {
-	if p.settledByHandler(c, err, began) {
-		result := OutcomeFinished
-		if !p.q.holds.get(c).isDone() {
-			result = OutcomeRefused // its FinishTx was refused (settledByHandler)
-		}
+	if result, ok := p.settledByHandler(c, err, began); ok {
 		p.report(r, c, err, result)
 		return
 	}

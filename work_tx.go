@@ -157,23 +157,23 @@ func (h *hold) settledChan() <-chan struct{} {
 }
 
 // settledByHandler reports whether the handler settled c with FinishTx,
-// and logs what it returned then: nothing more is written for c. A nil
-// after a FinishTx the fence refused settles it too, as refused.
-func (p *pool) settledByHandler(c Claim, err error, began time.Time) bool {
+// with the run's result, and logs what it returned then: nothing more is
+// written for c. A nil after a FinishTx the fence refused settles it too,
+// as refused.
+func (p *pool) settledByHandler(c Claim, err error, began time.Time) (result string, settled bool) {
 	h := p.q.holds.get(c)
-	if err == nil && !h.isDone() && h.wasRefused() {
+	switch {
+	case !h.isDone() && err == nil && h.wasRefused():
 		p.log.Warn("leaseq: result refused; the handler's FinishTx was refused, so its nil finishes nothing",
 			p.attrs(c, "finished", began)...)
-		return true
-	}
-	if !h.isDone() {
-		return false
-	}
-	if err != nil {
+		return OutcomeRefused, true
+	case !h.isDone():
+		return "", false
+	case err != nil:
 		p.log.Warn("leaseq: handler returned an error after FinishTx finished its job; the job stays done",
 			p.attrs(c, "finished", began, "error", err)...)
-		return true
+	default:
+		p.log.Debug("leaseq: job finished", p.attrs(c, "finished", began)...)
 	}
-	p.log.Debug("leaseq: job finished", p.attrs(c, "finished", began)...)
-	return true
+	return OutcomeFinished, true
 }

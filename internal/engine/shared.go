@@ -335,3 +335,17 @@ func (s ListSQL) query(p JobListParams, after int64) (string, []any) {
 	}
 	return s.All, []any{p.Queue, after, p.Limit}
 }
+
+// ScanLeased reads the rows of leased.sql (id, token), and closes rows.
+func ScanLeased(rows *sql.Rows) ([]LeasedRow, error) {
+	defer rows.Close()
+	var out []LeasedRow
+	for rows.Next() {
+		var r LeasedRow
+		if err := rows.Scan(&r.ID, &r.Token); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

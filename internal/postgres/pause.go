@@ -22,15 +22,6 @@ func (e *Engine) QueuePause(ctx context.Context, p engine.QueuePauseParams) erro
 	return err
 }
 
-// QueuePaused reads whether the queue is paused.
-func (e *Engine) QueuePaused(ctx context.Context, queue string) (bool, error) {
-	return read(ctx, e, func(ctx context.Context, db engine.Execer) (bool, error) {
-		var paused bool
-		err := db.QueryRowContext(ctx, stmt("paused"), queue).Scan(&paused)
-		return paused, err
-	})
-}
-
 // JobsLeased reads the jobs of queue leased to owner (leased.sql).
 func (e *Engine) JobsLeased(ctx context.Context, queue, owner string) ([]engine.LeasedRow, error) {
 	return read(ctx, e, func(ctx context.Context, db engine.Execer) ([]engine.LeasedRow, error) {
@@ -38,15 +29,6 @@ func (e *Engine) JobsLeased(ctx context.Context, queue, owner string) ([]engine.
 		if err != nil {
 			return nil, err
 		}
-		defer rows.Close()
-		var out []engine.LeasedRow
-		for rows.Next() {
-			var r engine.LeasedRow
-			if err := rows.Scan(&r.ID, &r.Token); err != nil {
-				return nil, err
-			}
-			out = append(out, r)
-		}
-		return out, rows.Err()
+		return engine.ScanLeased(rows)
 	})
 }
