@@ -30,7 +30,7 @@ import (
 var planned = []string{"sweep_leased", "sweep_pending", "promote", "claim", "claim_idle",
 	"finish", "extend", "release", "fail", "cancel", "requeue", "insert", "get", "stats",
 	"list_status", "list_all", "list_after", "purge_tokens", "purge", "activity", "next_due",
-	"operate_refusal", "queues", "resume", "paused", "list_kind", "list_kind_all", "fence_check",
+	"operate_refusal", "queues", "resume", "list_kind", "list_kind_all", "fence_check",
 	"snooze", "slot_seen", "purge_due", "leased"}
 
 type planWant struct {

@@ -23,15 +23,11 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, opError("stats", "", err)
 	}
-	paused, err := q.e.QueuePaused(ctx, q.name)
-	if err != nil {
-		return Stats{}, opError("stats", "", err)
-	}
 	pending, leased := r.Counts[string(StatusPending)], r.Counts[string(StatusLeased)]
 	due, expired := r.Claimable[string(StatusPending)], r.Claimable[string(StatusLeased)]
 	return Stats{Pending: due, Scheduled: pending - due, Leased: leased - expired, Expired: expired,
 		Done: r.Counts[string(StatusDone)], Quarantined: r.Counts[string(StatusQuarantined)],
-		OldestReady: nullTime(r.OldestReady), Paused: paused}, nil
+		OldestReady: nullTime(r.OldestReady), Paused: r.Counts["paused"] > 0}, nil
 }
 
 // List returns a page of the queue's jobs in enqueue order: those of

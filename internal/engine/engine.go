@@ -76,7 +76,8 @@ type Engine interface {
 	// JobNextDue is the earliest instant a pending or leased job of queue
 	// becomes claimable; ok is false when there is none.
 	JobNextDue(ctx context.Context, queue string) (due int64, ok bool, err error)
-	// QueueStats counts a queue's jobs by status at Now.
+	// QueueStats counts a queue's jobs by status at Now, and whether it is
+	// paused (Counts["paused"], 1 while it is: Stats.Paused).
 	QueueStats(ctx context.Context, p QueueStatsParams) (StatsRow, error)
 	// QueueActivity counts a queue's events by minute since Since.
 	QueueActivity(ctx context.Context, p QueueActivityParams) ([]ActivityRow, error)
@@ -114,8 +115,6 @@ type Engine interface {
 	// QueuePause stores that a queue is paused, or no longer (Pause,
 	// Resume), at once for every process: each claim path reads it.
 	QueuePause(ctx context.Context, p QueuePauseParams) error
-	// QueuePaused reads whether a queue is paused (Stats.Paused).
-	QueuePaused(ctx context.Context, queue string) (bool, error)
 	// WatchStart has the engine pass other processes' changes to its
 	// Wakers (Remote) while at least one caller has not called the stop
 	// it returned: a running Work pool. SQLite looks at the file's change

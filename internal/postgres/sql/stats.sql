@@ -2,15 +2,18 @@
 -- how many and since when, in one pass of their ranges of leaseq_jobs_status
 -- (grouping by status alone needs no sorting); the done and quarantined ones
 -- it reads from leaseq_counts, summing its shards. One statement, so one
--- snapshot. A row is claimable when due (due_at <= now), or pending without
+-- snapshot. A last row, status 'paused', counts the queue's row of
+-- leaseq_paused (rule 54): 1 while it is paused. A row is claimable when due (due_at <= now), or pending without
 -- a run_at after now (a clock stepped back leaves a job claimable at once
 -- claimable: rules 1 and 15 in docs/rules.md).
 -- PostgreSQL: leaseq_counts has one row per backend that changed a count
 -- (SQLite's has one per queue and status), so sum(n) adds them up.
 -- args: $1 queue, $2 now
--- returns: status, count, claimable count, earliest claimable due_at
+-- returns: status (or paused), count, claimable count, earliest claimable due_at
 -- index: leaseq_jobs_status
 SELECT status, count(*), sum(CASE WHEN (due_at <= $2 OR status = 'pending' AND coalesce(run_at, $2) <= $2) THEN 1 ELSE 0 END), min(CASE WHEN (due_at <= $2 OR status = 'pending' AND coalesce(run_at, $2) <= $2) THEN due_at END)
 FROM leaseq_jobs WHERE queue = $1 AND status IN ('pending', 'leased') GROUP BY status
 UNION ALL
 SELECT status, sum(n), 0, NULL FROM leaseq_counts WHERE queue = $1 GROUP BY status
+UNION ALL
+SELECT 'paused', count(*), 0, NULL FROM leaseq_paused WHERE queue = $1

@@ -1,6 +1,0 @@
--- Whether the queue ?1 is paused (rule 54 in docs/rules.md), for Stats.
--- args: ?1 queue
--- returns: paused (1 or 0)
--- index: leaseq_paused
-
-SELECT EXISTS (SELECT 1 FROM leaseq_paused WHERE queue = ?1)
