@@ -24,6 +24,10 @@ func (systemClock) Now() time.Time { return time.Now() }
 type ManualClock struct {
 	mu  sync.Mutex
 	now time.Time
+	// moved is closed at the next move, for the worker pools that wait
+	// for a lease end by this clock (rule 48): their timers count real
+	// time, which this clock does not follow.
+	moved chan struct{}
 }
 
 // NewManualClock returns a ManualClock that reads t until it is moved.
@@ -43,6 +47,7 @@ func (c *ManualClock) Set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = t
+	c.tell()
 }
 
 // Advance moves the clock forward by d (backwards if d is negative).
@@ -50,7 +55,29 @@ func (c *ManualClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
+	c.tell()
 }
+
+// tell wakes whoever waits for the clock's next move; c.mu is held.
+func (c *ManualClock) tell() {
+	if c.moved != nil {
+		close(c.moved)
+		c.moved = nil
+	}
+}
+
+// changed is closed at the clock's next move.
+func (c *ManualClock) changed() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.moved == nil {
+		c.moved = make(chan struct{})
+	}
+	return c.moved
+}
+
+// movingClock is a clock that tells of its moves: a ManualClock.
+type movingClock interface{ changed() <-chan struct{} }
 
 // timeFormat is how instants appear in error messages.
 const timeFormat = time.RFC3339Nano

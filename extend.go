@@ -40,6 +40,13 @@ func (q *Queue) Extend(ctx context.Context, c Claim, lease time.Duration) (Claim
 // [ErrInvalid]; so is a claim Claim could not have returned, naming its
 // index. Either way nothing is written.
 func (q *Queue) ExtendBatch(ctx context.Context, cs []Claim, lease time.Duration) ([]Claim, []bool, error) {
+	return q.extendBatch(ctx, cs, lease, engine.ShareNone)
+}
+
+// extendBatch is ExtendBatch, in a transaction of its own (ShareNone) or
+// one it may share with other calls (ShareCalls: a pool's heartbeat, which
+// on SQLite then rides in the commit of the pool's cycle).
+func (q *Queue) extendBatch(ctx context.Context, cs []Claim, lease time.Duration, share engine.Sharing) ([]Claim, []bool, error) {
 	const op = "extend batch"
 	if err := problem(leaseProblem(lease)); err != nil {
 		return nil, nil, opError(op, "", err)
@@ -49,7 +56,7 @@ func (q *Queue) ExtendBatch(ctx context.Context, cs []Claim, lease time.Duration
 		fs[i] = fence(c, engine.FenceExtend)
 		fs[i].call.Lease = lease.Milliseconds()
 	}
-	rs, err := q.settleBatch(ctx, op, fs)
+	rs, err := q.settleBatch(ctx, op, fs, share)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -61,7 +61,7 @@ func (q *Queue) settle(ctx context.Context, op string, f fenced, why string, sha
 // whether it matched and the lease end it left (the zero Settled for a
 // refused one). A claim Claim could not have returned is ErrInvalid
 // naming its index, and then nothing is written.
-func (q *Queue) settleBatch(ctx context.Context, op string, fs []fenced) ([]engine.Settled, error) {
+func (q *Queue) settleBatch(ctx context.Context, op string, fs []fenced, share engine.Sharing) ([]engine.Settled, error) {
 	if err := q.callable(ctx); err != nil {
 		return nil, opError(op, "", err)
 	}
@@ -84,7 +84,7 @@ func (q *Queue) settleBatch(ctx context.Context, op string, fs []fenced) ([]engi
 	for k, i := range asked {
 		ask[k] = fs[i].call
 	}
-	rs, err := q.e.JobSettle(ctx, engine.JobSettleParams{Queue: q.ref(), Calls: ask, Share: engine.ShareNone})
+	rs, err := q.e.JobSettle(ctx, engine.JobSettleParams{Queue: q.ref(), Calls: ask, Share: share})
 	if err != nil {
 		return nil, opError(op, "", err)
 	}

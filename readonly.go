@@ -41,6 +41,10 @@ func (readOnlyEngine) JobSettle(context.Context, engine.JobSettleParams) ([]engi
 	return nil, errReadOnly()
 }
 
+func (readOnlyEngine) JobCycle(context.Context, engine.JobCycleParams) (engine.Cycle, error) {
+	return engine.Cycle{}, errReadOnly()
+}
+
 func (readOnlyEngine) JobOperate(context.Context, engine.JobOperateParams) (engine.Refusal, error) {
 	return engine.Refusal{}, errReadOnly()
 }

@@ -11,8 +11,6 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
-
-	"github.com/leaseq/leaseq/internal/engine"
 )
 
 // Handler does the work of one claimed job. Its context ends, with
@@ -188,115 +186,148 @@ func (q *Queue) Work(ctx context.Context, opts WorkerOptions, h Handler) error {
 	stopTimed := p.startTimed(ctx) // periodic jobs and retention: work_periodic.go
 	err := p.run(ctx)
 	stopTimed()
-	if err != nil {
-		p.stop(err) // no result can be recorded: stop the handlers at once
-	}
-	p.drain()
+	p.records.Wait()
 	if err != nil {
 		return opError("work", as(opts.Owner), err)
 	}
 	return nil
 }
 
-// pool is one running Work call.
+// pool is one running Work call. One loop, run's, does all its writing
+// (rule 48 in docs/rules.md): it collects the results of the handlers that
+// returned and records them, with the claim that refills their slots, in
+// one engine step (a cycle: work_cycle.go); every Heartbeat it extends
+// every running lease with one ExtendBatch, and it keeps the lease ends in
+// one timer structure (work_lease.go). At most one cycle and one heartbeat
+// are in flight, each on a goroutine of its own, so that the loop ends a
+// handler whose lease ended on time even while a write waits. Handlers run
+// as goroutines; nothing else per job has one.
 type pool struct {
 	q    *Queue
 	opts WorkerOptions
 	h    Handler
 	log  *slog.Logger
-	// bg carries ctx's values, never its cancellation: the database calls
-	// that record results and extend leases run on it, so a shutdown does
-	// not interrupt them.
+	// bg carries ctx's values, never its cancellation: the writes of
+	// results and the heartbeats run on it, each bounded by its leases, so
+	// a shutdown does not interrupt them.
 	bg context.Context
+	// claims is bg until DrainTimeout after Work's ctx ended: a cycle that
+	// only claims runs on it, so that a claim that commits as ctx ends is
+	// still run, and Work returns within its drain time also when the
+	// database does not answer (rule 24).
+	claims context.Context
 	// handlers is the parent of every handler's context; stop ends it with
 	// ErrShutdown when the drain time is over.
 	handlers context.Context
 	stop     context.CancelCauseFunc
-	running  int           // handlers started and not yet returned; run's goroutine only
-	done     chan struct{} // a handler returned: its slot is free
-	records  sync.WaitGroup
-	held     heldLeases // the running claims (work_listen.go)
+	records  sync.WaitGroup // the handlers' goroutines, until they reported
+	held     heldLeases     // the running claims (work_listen.go)
+	// returns gets each handler's result as it returns.
+	returns chan returned
+
+	// The loop's own state, touched by run's goroutine only.
+	running  map[*slot]struct{} // handlers started and not yet returned
+	ends     leaseEnds          // their lease ends, earliest first
+	pending  []returned         // results not yet in a cycle
+	cycling  bool               // a cycle is in flight
+	beating  bool               // a heartbeat is in flight
+	settling int                // results being settled alone (Cycle.Alone)
+}
+
+// slot is one running claim of the pool, in a handler slot.
+type slot struct {
+	c     Claim // as last extended; the loop's
+	lost  context.CancelCauseFunc
+	hold  *hold // FinishTx's view of the claim (work_tx.go)
+	r     *run
+	began time.Time
+	idx   int // in the pool's leaseEnds; -1 once the handler returned
+	// told gets what became of the handler's result, once.
+	told chan told
+}
+
+// returned is a handler's result as the loop gets it.
+type returned struct {
+	j     *slot
+	err   error // the handler's
+	cause error // its context's cause when it returned
+	w     resultWrite
+}
+
+// told is what the loop tells a handler's goroutine: the result of its
+// run and the claim as last extended.
+type told struct {
+	c      Claim
+	result string
 }
 
 func newPool(ctx context.Context, q *Queue, opts WorkerOptions, h Handler) *pool {
 	bg := context.WithoutCancel(ctx)
 	handlers, stop := context.WithCancelCause(bg)
-	return &pool{q: q, opts: opts, h: h, log: opts.Logger, bg: bg, handlers: handlers, stop: stop,
-		done: make(chan struct{}, opts.Concurrency)}
+	claims, cut := context.WithCancel(bg)
+	context.AfterFunc(ctx, func() { time.AfterFunc(opts.DrainTimeout, cut) })
+	return &pool{q: q, opts: opts, h: h, log: opts.Logger, bg: bg, claims: claims, handlers: handlers, stop: stop,
+		returns: make(chan returned, min(opts.Concurrency, 256)), running: make(map[*slot]struct{})}
 }
 
-// run claims and starts handlers until ctx ends or the queue or database
-// is closed, which is its error.
+// run is the pool's loop: until ctx ends it claims into free slots; then
+// it records the results of the handlers still running, ending their
+// contexts with ErrShutdown after DrainTimeout, and returns once every
+// result is recorded. A Queue or database closed under it is its error:
+// then the handlers' contexts end at once with it as their cause, and
+// nothing more is written.
 func (p *pool) run(ctx context.Context) error {
-	faults := 0
-	claimCtx, stopWait := p.claimContext(ctx)
-	defer stopWait()
-	for {
-		wake := p.q.e.Wakers().Wakeup(p.q.name)
-		var sleep <-chan time.Time // nil: nothing to wait for but events
-		p.reap()
-		if free := p.opts.Concurrency - p.running; free > 0 {
-			cs, err := p.q.claimN(claimCtx, "work", p.opts.Owner, p.opts.Lease, free, engine.SharePool)
-			// A claim that committed as ctx ended is run too, under the
-			// drain: dropped, its jobs would stay leased to a pool that is
-			// gone until their leases end.
-			for _, c := range cs {
-				p.start(c)
-			}
-			switch {
-			case ctx.Err() != nil:
-				return nil
-			case err != nil:
-				if fatal := p.fatal(err); fatal != nil {
-					return fatal
-				}
-				faults++
-				wait := faultDelay(faults, p.opts.PollInterval)
-				p.log.Error("leaseq: claiming failed; retrying", "queue", p.q.name, "owner", p.opts.Owner,
-					"error", err, "retry_in", wait)
-				sleep = time.After(wait)
-			default:
-				faults = 0
-				if len(cs) < free {
-					sleep = time.After(p.idleFor(ctx))
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-p.q.closing:
-			return ErrClosed
-		case <-p.done:
-			p.running--
-		case <-wake:
-		case <-sleep:
-		}
+	l := newLoop(p, ctx)
+	defer l.stopTimers()
+	for l.claiming {
+		p.await(l)
+	}
+	p.drain(l)
+	return l.fatal
+}
+
+// drain is the loop once no more jobs are claimed: until every handler
+// returned and its result is recorded.
+func (p *pool) drain(l *loop) {
+	for !l.over() {
+		p.await(l)
 	}
 }
 
-// claimContext is ctx for the pool's claims, with the drain time as their
-// engine.StepWait (internal/postgres/pool.go): a claim that a PostgreSQL pool step is
-// running as ctx ends is waited for up to DrainTimeout, then left — its
-// claims are released when the step answers — so that Work returns within
-// its drain time also when the server does not answer (rule 24).
-func (p *pool) claimContext(ctx context.Context) (context.Context, func()) {
-	wait, cancel := context.WithCancel(p.bg)
-	stop := context.AfterFunc(ctx, func() { time.AfterFunc(p.opts.DrainTimeout, cancel) })
-	return engine.WithStepWait(ctx, wait), func() { stop(); cancel() }
+// call runs the handler, turning a panic into an error whose text holds
+// the panic value.
+func (p *pool) call(ctx context.Context, c Claim) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.log.Error("leaseq: handler panicked", p.attrs(c, "panic", time.Time{}, "panic", fmt.Sprint(v),
+				"stack", string(debug.Stack()))...)
+			err = fmt.Errorf("panic: %v", v)
+		}
+	}()
+	return p.h(ctx, c)
 }
 
-// reap counts the handlers that returned since the last look, so that
-// slots freed together are filled with one claim.
-func (p *pool) reap() {
-	for {
-		select {
-		case <-p.done:
-			p.running--
-		default:
-			return
-		}
-	}
+// start runs the handler of c, a claim of the loop's cycle, in a goroutine
+// of its own, which reports its result to the loop and, once the loop
+// told it what became of it, the run's outcome (rule 51).
+func (p *pool) start(c Claim) {
+	ctx, lost := context.WithCancelCause(p.handlers)
+	j := &slot{c: c, lost: lost, hold: p.q.holds.add(c), r: p.started(c), began: time.Now(), told: make(chan told, 1)}
+	p.running[j] = struct{}{}
+	p.ends.add(j)
+	untrack := p.track(c, lost)
+	p.records.Add(1)
+	go func() {
+		defer p.records.Done()
+		defer lost(nil)
+		err := p.call(j.r.context(ctx), c)
+		untrack()
+		j.r.o.Run = time.Since(j.began)
+		p.returns <- returned{j: j, err: err, cause: context.Cause(ctx)}
+		t := <-j.told
+		p.q.holds.drop(c)
+		p.report(j.r, t.c, err, t.result)
+	}()
 }
 
 // fatal is the error that ends Work, if err is one: the Queue or its
@@ -348,240 +379,10 @@ func idleWait(due, now int64, poll time.Duration) time.Duration {
 	return max(time.Duration(min(left, poll.Milliseconds()))*time.Millisecond, time.Millisecond)
 }
 
-// drain waits for the running handlers: for DrainTimeout, then it ends
-// their contexts with ErrShutdown and waits for them to return; then it
-// waits for their results to be recorded.
-func (p *pool) drain() {
-	defer p.records.Wait()
-	if p.running == 0 {
-		return
-	}
-	timeout := time.NewTimer(p.opts.DrainTimeout)
-	defer timeout.Stop()
-	for p.running > 0 {
-		select {
-		case <-p.done:
-			p.running--
-		case <-timeout.C:
-			p.stop(ErrShutdown)
-		}
-	}
-}
-
-// start runs one claimed job in a goroutine of its own. The job's slot is
-// free once the handler returns; its result is recorded after that, so
-// that the next claim can share a commit with the results.
-func (p *pool) start(c Claim) {
-	p.running++
-	p.records.Add(1)
-	go func() {
-		defer p.records.Done()
-		p.handle(c)
-	}()
-}
-
-// handle runs the handler on c with its lease kept alive, frees its slot,
-// then records the result.
-func (p *pool) handle(c Claim) {
-	began := time.Now()
-	p.q.holds.add(c)
-	defer p.q.holds.drop(c)
-	r := p.started(c)
-	ctx, cancel := context.WithCancelCause(p.handlers)
-	defer cancel(nil)
-	k := p.keepLease(c, cancel)
-	untrack := p.track(c, cancel)
-	err := p.call(r.context(ctx), c)
-	untrack()
-	r.o.Run = time.Since(began)
-	c = k.release()
-	cause := context.Cause(ctx)
-	p.done <- struct{}{}
-	p.record(c, err, cause, began, r)
-}
-
-// call runs the handler, turning a panic into an error whose text holds
-// the panic value.
-func (p *pool) call(ctx context.Context, c Claim) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			p.log.Error("leaseq: handler panicked", p.attrs(c, "panic", time.Time{}, "panic", fmt.Sprint(v),
-				"stack", string(debug.Stack()))...)
-			err = fmt.Errorf("panic: %v", v)
-		}
-	}()
-	return p.h(ctx, c)
-}
-
-// keeper extends one handler's lease every Heartbeat and ends the
-// handler's context with ErrLeaseLost when the lease ends unextended or an
-// extension is refused.
-type keeper struct {
-	stop chan struct{}
-	done chan Claim // the claim as last extended, once the keeper stopped
-}
-
-// extension is the answer to one heartbeat.
-type extension struct {
-	c   Claim
-	ok  bool
-	err error
-}
-
-func (p *pool) keepLease(c Claim, lost context.CancelCauseFunc) *keeper {
-	k := &keeper{stop: make(chan struct{}), done: make(chan Claim, 1)}
-	go func() {
-		tick := time.NewTicker(p.opts.Heartbeat)
-		defer tick.Stop()
-		end := time.NewTimer(p.untilLeaseEnd(c))
-		defer end.Stop()
-		// The heartbeat in flight, nil if none. It runs on a goroutine of
-		// its own so that the end timer fires on time even when the
-		// heartbeat's COMMIT is held up past the lease end (a COMMIT waits
-		// for readers whatever its context says). The keeper waits for it
-		// before it stops, so that every extension is over before the
-		// result is recorded.
-		var beat chan extension
-		settled := p.q.holds.get(c).settledChan()
-		finish := func() {
-			if beat != nil {
-				<-beat
-			}
-			<-k.stop
-			k.done <- c
-		}
-		for {
-			select {
-			case <-k.stop:
-				finish()
-				return
-			case <-settled: // FinishTx finished the job: nothing to keep
-				finish()
-				return
-			case <-end.C:
-				if p.q.holds.get(c).doneAfter(recordTimeout) {
-					finish()
-					return
-				}
-				p.log.Warn("leaseq: lease ended before the handler returned", p.attrs(c, "lease lost", time.Time{})...)
-				lost(ErrLeaseLost)
-				finish()
-				return
-			case <-tick.C:
-				if beat == nil {
-					beat = make(chan extension, 1)
-					go func(c Claim, answer chan<- extension) {
-						next, ok, err := p.extend(c)
-						answer <- extension{next, ok, err}
-					}(c, beat)
-				}
-			case x := <-beat:
-				beat = nil
-				switch {
-				case x.err != nil:
-					// The lease may still be extended at the next beat; the
-					// end timer guards the handler meanwhile.
-					p.log.Error("leaseq: extending a lease failed", p.attrs(c, "extend error", time.Time{}, "error", x.err)...)
-				case !x.ok && p.q.holds.get(c).doneAfter(recordTimeout):
-					finish()
-					return
-				case !x.ok:
-					p.log.Warn("leaseq: extension refused; the job is no longer this handler's", p.attrs(c, "lease lost", time.Time{})...)
-					lost(ErrLeaseLost)
-					finish()
-					return
-				default:
-					c = x.c
-					end.Reset(p.untilLeaseEnd(c))
-				}
-			}
-		}
-	}()
-	return k
-}
-
-// release stops the keeper and returns the claim as last extended.
-func (k *keeper) release() Claim {
-	close(k.stop)
-	return <-k.done
-}
-
-// extend is one heartbeat: its context ends with the lease, though a
-// COMMIT held up by readers may keep it longer.
-func (p *pool) extend(c Claim) (Claim, bool, error) {
-	ctx, cancel := context.WithTimeout(p.bg, p.untilLeaseEnd(c))
-	defer cancel()
-	return p.q.Extend(ctx, c, p.opts.Lease)
-}
-
 // untilLeaseEnd is the real time left until c's lease ends by the queue's
 // clock.
 func (p *pool) untilLeaseEnd(c Claim) time.Duration {
 	return c.LeaseUntil.Sub(p.q.clock.Now())
-}
-
-// record writes the handler's result err, offered to the fence: Finish for
-// nil, Fail for Permanent, Release otherwise — at once if the handler was
-// stopped by the shutdown. A database error is retried while the claim can
-// still win (until its lease ends); a refusal is logged and never retried.
-// What became of it is reported to r (rule 51); a job the handler settled
-// with FinishTx was finished by that call's fence.
-func (p *pool) record(c Claim, err, cause error, began time.Time, r *run) {
-	if result, ok := p.settledByHandler(c, err, began); ok {
-		p.report(r, c, err, result)
-		return
-	}
-	var quarantined bool
-	outcome, write := p.outcome(c, err, cause, &quarantined)
-	for n := 1; ; n++ {
-		// A try may take until the lease ends, and at least recordTimeout:
-		// a result that comes after its lease ended must still meet the
-		// fence, which refuses it (a lost lease, at Warn), not a timeout
-		// that would be logged as a fault.
-		ctx, cancel := context.WithTimeout(p.bg, max(p.untilLeaseEnd(c), recordTimeout))
-		ok, werr := write(ctx)
-		cancel()
-		switch {
-		case werr == nil && ok:
-			p.log.Debug("leaseq: job "+outcome, p.attrs(c, outcome, began, "error", err)...)
-			p.report(r, c, err, accepted(outcome, quarantined))
-			return
-		case werr == nil:
-			p.log.Warn("leaseq: result refused; the lease was lost", p.attrs(c, outcome, began, "error", err)...)
-			p.report(r, c, err, OutcomeRefused)
-			return
-		case p.fatal(werr) != nil || p.untilLeaseEnd(c) <= 0:
-			p.log.Error("leaseq: recording a result failed", p.attrs(c, outcome, began, "error", werr)...)
-			p.report(r, c, err, OutcomeUnrecorded)
-			return
-		}
-		p.log.Error("leaseq: recording a result failed; retrying", p.attrs(c, outcome, began, "error", werr)...)
-		wait := time.NewTimer(min(faultDelay(n, 0), max(p.untilLeaseEnd(c), 0)))
-		<-wait.C
-	}
-}
-
-// outcome names what the handler's result asks for and returns the write
-// that records it; a release sets *quarantined when it quarantined the job.
-func (p *pool) outcome(c Claim, err, cause error, quarantined *bool) (string, func(context.Context) (bool, error)) {
-	var perm *permanentError
-	var retry *retryAfterError
-	var snooze *snoozeError
-	switch {
-	case err == nil:
-		return "finished", func(ctx context.Context) (bool, error) { return p.q.finish(ctx, c, engine.SharePool) }
-	case errors.Is(cause, ErrShutdown): // rule 49: a restart spends no attempt
-		return "released at shutdown", p.snoozed(c, 0, "worker shut down: "+err.Error(), quarantined)
-	case errors.As(err, &snooze):
-		return "snoozed", p.snoozed(c, snooze.d, err.Error(), quarantined)
-	case errors.As(err, &perm):
-		return "failed", func(ctx context.Context) (bool, error) { return p.q.Fail(ctx, c, err.Error()) }
-	case errors.As(err, &retry):
-		return "released", p.released(c, retry.d, err.Error(), quarantined)
-	default:
-		delay := max(p.opts.Backoff(c.Attempt), 0) // as RetryAfter: Release refuses a negative delay
-		return "released", p.released(c, delay, err.Error(), quarantined)
-	}
 }
 
 // attrs are the fields of a log record about c.

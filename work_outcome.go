@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/leaseq/leaseq/internal/engine"
 )
 
 // Middleware and outcomes (rule 51 in docs/rules.md): what Work wraps
@@ -114,40 +112,6 @@ func (r *run) outcome(c Claim, err error, result string) (Outcome, []func(Outcom
 	o := r.o
 	o.Claim, o.Err, o.Result = c, err, result
 	return o, r.after
-}
-
-// released is the write of the pool's Release of c: Queue.Release, which
-// sets *quarantined when the release quarantined the job. That is decided
-// by the row at the fence's instant, which the accepted release returns as
-// its lease end: the attempts were used up (they cannot change while c
-// holds the job), or that instant plus delay reaches the deadline.
-func (p *pool) released(c Claim, delay time.Duration, reason string, quarantined *bool) func(context.Context) (bool, error) {
-	return func(ctx context.Context) (bool, error) {
-		at, ok, err := p.q.settle(ctx, "release", releaseFenced(c, delay, reason), delayProblem(delay), engine.ShareCalls)
-		if ok {
-			p.q.e.Wakers().Signal(p.q.name) // as Release
-			dl := c.Deadline
-			*quarantined = c.MaxAttempts > 0 && c.Attempt >= c.MaxAttempts ||
-				!dl.IsZero() && at+delay.Milliseconds() >= toMillis(dl)
-		}
-		return ok, err
-	}
-}
-
-// snoozed is the write of the pool's Snooze of c (a Snooze result, or the
-// release of a shutdown, which gives the attempt back: rule 49), which sets
-// *quarantined when the snooze reached the deadline and quarantined the job
-// instead, as released tells from the fence's instant.
-func (p *pool) snoozed(c Claim, delay time.Duration, reason string, quarantined *bool) func(context.Context) (bool, error) {
-	return func(ctx context.Context) (bool, error) {
-		at, ok, err := p.q.settle(ctx, "snooze", snoozeFenced(c, delay, reason), delayProblem(delay), engine.ShareCalls)
-		if ok {
-			p.q.e.Wakers().Signal(p.q.name) // as Snooze
-			dl := c.Deadline
-			*quarantined = !dl.IsZero() && at+delay.Milliseconds() >= toMillis(dl)
-		}
-		return ok, err
-	}
 }
 
 // accepted is the Result of an accepted write of the result named outcome

@@ -217,18 +217,17 @@ func poolStacks() string {
 func poolsParked() bool {
 	states, tops := goroutineTops()
 	for i, top := range tops {
-		if top != poolFrame+"run" && top != poolFrame+"timedLoop" || !strings.HasPrefix(states[i], "select") {
+		if top != poolFrame+"await" && top != poolFrame+"timedLoop" || !strings.HasPrefix(states[i], "select") {
 			return false
 		}
 	}
 	return len(tops) > 0
 }
 
-// poolDraining reports whether a pool waits in its drain.
+// poolDraining reports whether a pool's loop waits in its drain.
 func poolDraining() bool {
-	_, tops := goroutineTops()
-	for _, top := range tops {
-		if top == poolFrame+"drain" {
+	for _, g := range goroutineDump() {
+		if strings.Contains(g, poolFrame+"await(") && strings.Contains(g, poolFrame+"drain(") {
 			return true
 		}
 	}
@@ -1398,7 +1397,7 @@ func testWorkQueueClosedUnderIt(t *testing.T, eng testEngine) {
 	loopAsleep := func() bool { // the loop asleep while the handler runs
 		states, tops := goroutineTops()
 		for i, top := range tops {
-			if top == poolFrame+"run" && strings.HasPrefix(states[i], "select") {
+			if top == poolFrame+"await" && strings.HasPrefix(states[i], "select") {
 				return true
 			}
 		}

@@ -61,6 +61,12 @@ type Engine interface {
 	// JobSettle runs fenced calls, all in one transaction at one instant,
 	// and reports for each whether its fence matched.
 	JobSettle(ctx context.Context, p JobSettleParams) ([]Settled, error)
+	// JobCycle is one cycle of a worker pool (rule 48): the fenced results
+	// of the handlers that returned since the last one, each fenced on its
+	// own, then a claim of up to Max jobs for the slots they freed, in one
+	// transaction on SQLite and one statement on PostgreSQL. A result it
+	// did not judge (Cycle.Alone) the caller settles with JobSettle.
+	JobCycle(ctx context.Context, p JobCycleParams) (Cycle, error)
 	// JobOperate runs an operator's unfenced update of one job (Requeue,
 	// Cancel); when it matched no row, the row as it is says why.
 	JobOperate(ctx context.Context, p JobOperateParams) (Refusal, error)
@@ -185,10 +191,6 @@ const (
 	// transaction (SQLite's group commit; on PostgreSQL, its own
 	// statement).
 	ShareCalls
-	// SharePool: a worker pool's claim or finish, which on PostgreSQL too
-	// is gathered with the other pool calls of its queue into one
-	// statement.
-	SharePool
 )
 
 // JobRow is a job as it is written: validated, with the queue's defaults
@@ -297,6 +299,27 @@ type JobSettleParams struct {
 	Queue Queue
 	Calls []Fenced
 	Share Sharing
+}
+
+// JobCycleParams are JobCycle's: the results to record, then the claim of
+// up to Max jobs (none for 0) for Owner with a lease of Lease ms.
+type JobCycleParams struct {
+	Queue   Queue
+	Results []Fenced
+	Owner   string
+	Lease   int64
+	Max     int
+}
+
+// Cycle is what a JobCycle did: the outcome of each result, by its index,
+// and the claims. Alone lists the results the cycle left unjudged, to be
+// settled on their own (PostgreSQL: a finish whose row another
+// transaction held, which the step skips rather than wait for, and every
+// result but a finish); their Settled is the zero one.
+type Cycle struct {
+	Settled []Settled
+	Claims  []ClaimRow
+	Alone   []int
 }
 
 // Settled is the outcome of one fenced call: whether the fence matched, and
@@ -445,21 +468,4 @@ var ErrInvalid = errors.New("invalid argument")
 // Invalid is an error wrapping ErrInvalid that says why.
 func Invalid(format string, args ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrInvalid)
-}
-
-type stepWaitKey struct{}
-
-// WithStepWait returns ctx with wait as the context that bounds how long a
-// worker pool's call of ctx, taken into a PostgreSQL pool step, waits for
-// the step's answer once ctx itself has ended.
-func WithStepWait(ctx, wait context.Context) context.Context {
-	return context.WithValue(ctx, stepWaitKey{}, wait)
-}
-
-// StepWait is the context WithStepWait put in ctx, or ctx itself.
-func StepWait(ctx context.Context) context.Context {
-	if w, ok := ctx.Value(stepWaitKey{}).(context.Context); ok {
-		return w
-	}
-	return ctx
 }

@@ -20,7 +20,7 @@ import (
 // claim's injected clock is read once the claim holds its connection, so
 // that a wait for one does not leave the claim judging at a stale instant
 // (rule 8); the rows it takes it locks itself. A worker pool's claim on the
-// server's clock joins its queue's pool step instead (pool.go).
+// server's clock is its cycle's (JobCycle, cycle.go).
 //
 // Every statement runs on ctx, so that a claim returns when ctx ends, also
 // while the server does not answer (rule 24): the driver then closes the
@@ -28,9 +28,6 @@ import (
 // rolled back once the server notices.
 func (e *Engine) JobClaim(ctx context.Context, p engine.JobClaimParams) ([]engine.ClaimRow, error) {
 	q := p.Queue
-	if p.Share == engine.SharePool && q.Clock.Server {
-		return e.pool(q).claim(ctx, p.Owner, p.Lease, p.Max)
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -14,15 +14,17 @@
 // for each other or for a finish (rule 39 in docs/rules.md). Time is the
 // server's clock (leaseq_now) unless the Queue has a Clock of its own, so
 // that hosts whose clocks disagree still agree on when a lease ends (rule
-// 40). The worker pools of one process gather their finishes and claims on
-// a queue into one statement per step (pool.go). A call whose context ends
+// 40). A worker pool's cycle — its handlers' finishes and the claim that
+// refills their slots — is one statement (cycle.go). A call whose context ends
 // while its statement runs finds out what the server did (write.go,
 // outcome.go) rather than guess.
 //
 // What it does worse: every call is at least one round trip to a server,
 // so a single Claim or Finish takes far longer than on SQLite, and single
 // calls outside a worker pool are not gathered: each pays a commit of its
-// own. Counts of done and quarantined jobs are kept by triggers, in rows
+// own. A pool's releases, fails and snoozes are written apart from its
+// cycle, one transaction per cycle's worth, and so is a finish whose row
+// another transaction holds. Counts of done and quarantined jobs are kept by triggers, in rows
 // per backend that Stats adds up, which every finish pays for. The schema
 // holds functions and triggers, so creating or upgrading it needs CREATE
 // rights (a current one needs only DML). And a fenced call whose answer

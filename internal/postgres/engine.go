@@ -20,9 +20,6 @@ type Engine struct {
 	// serverNow is the clock of the engine's Queues that have none of
 	// their own.
 	serverNow *serverClock
-	// pools gather the worker pools' calls of each queue (pool.go).
-	poolsMu sync.Mutex
-	pools   map[string]*pool
 	// migrated is set once the schema is known to be current.
 	migratedMu sync.Mutex
 	migrated   bool

@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -138,7 +140,7 @@ func checkReads(t *testing.T, e *Engine, q engine.Queue, now int64) {
 }
 
 // TestEngineServerClock runs a worker pool's claim and finish on the
-// server's clock through the pool step, a single extend and a batch of
+// server's clock as cycles (pool_step.sql), a single extend and a batch of
 // finishes as statements of their own, and a release.
 func TestEngineServerClock(t *testing.T) {
 	e, _ := testEngine(t)
@@ -156,9 +158,10 @@ func TestEngineServerClock(t *testing.T) {
 	if _, err := e.JobInsertMany(ctx, engine.JobInsertManyParams{Queue: q, Jobs: jobs}); err != nil {
 		t.Fatal(err)
 	}
-	cs, err := e.JobClaim(ctx, engine.JobClaimParams{Queue: q, Owner: "w", Lease: 60_000, Max: 3, Share: engine.SharePool})
-	if err != nil || len(cs) != 3 {
-		t.Fatalf("pool claim: %+v, %v", cs, err)
+	cy, err := e.JobCycle(ctx, engine.JobCycleParams{Queue: q, Owner: "w", Lease: 60_000, Max: 3})
+	cs := cy.Claims
+	if err != nil || len(cs) != 3 || len(cy.Settled) != 0 || len(cy.Alone) != 0 {
+		t.Fatalf("pool claim: %+v, %v", cy, err)
 	}
 	settle := func(share engine.Sharing, fs ...engine.Fenced) []engine.Settled {
 		t.Helper()
@@ -171,8 +174,14 @@ func TestEngineServerClock(t *testing.T) {
 	f := func(kind engine.FenceKind, c engine.ClaimRow) engine.Fenced {
 		return engine.Fenced{Kind: kind, ID: c.ID, Owner: c.Owner, Token: c.Token, Lease: 120_000}
 	}
-	if rs := settle(engine.SharePool, f(engine.FenceFinish, cs[0])); !rs[0].OK {
-		t.Errorf("pool finish: %+v", rs)
+	// A cycle's finish, a stale one and a release: the release is left to
+	// JobSettle, the stale finish is refused and left too.
+	stale := f(engine.FenceFinish, cs[0])
+	stale.Token++
+	results := []engine.Fenced{f(engine.FenceFinish, cs[0]), stale, engine.ReleaseFenced(cs[1].ID, "w", cs[1].Token, 0, "x")}
+	cy, err = e.JobCycle(ctx, engine.JobCycleParams{Queue: q, Results: results})
+	if err != nil || !cy.Settled[0].OK || cy.Settled[1].OK || cy.Settled[2].OK || !slices.Equal(cy.Alone, []int{1, 2}) || cy.Claims != nil {
+		t.Errorf("pool finish: %+v, %v; want the first accepted, the others alone, no claim", cy, err)
 	}
 	if rs := settle(engine.ShareCalls, f(engine.FenceExtend, cs[1])); !rs[0].OK || rs[0].LeaseUntil <= cs[1].LeaseUntil {
 		t.Errorf("extend: %+v", rs)
@@ -327,9 +336,10 @@ func TestEngineOutcomeReads(t *testing.T) {
 	}
 }
 
-// TestEnginePoolGathers: many pool calls at once on the server's clock,
-// gathered into steps, claim and finish every job exactly once.
-func TestEnginePoolGathers(t *testing.T) {
+// TestEngineCycles: pools cycling at once on the server's clock, each
+// cycle finishing the last one's claims and claiming again, claim and
+// finish every job exactly once.
+func TestEngineCycles(t *testing.T) {
 	e, _ := testEngine(t)
 	ctx := context.Background()
 	clock := e.ServerClock()
@@ -343,21 +353,34 @@ func TestEnginePoolGathers(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan int)
+	var alone atomic.Int64
 	for w := range 8 {
 		go func() {
 			n := 0
+			var results []engine.Fenced
 			for {
-				cs, err := e.JobClaim(ctx, engine.JobClaimParams{Queue: q, Owner: string(rune('0' + w)), Lease: 60_000, Max: 3, Share: engine.SharePool})
-				if err != nil || len(cs) == 0 {
+				cy, err := e.JobCycle(ctx, engine.JobCycleParams{Queue: q, Results: results, Owner: string(rune('0' + w)), Lease: 60_000, Max: 3})
+				for _, r := range cy.Settled {
+					if r.OK {
+						n++
+					}
+				}
+				// What the cycle left (a row another step held) is settled
+				// alone, as Work does.
+				for _, i := range cy.Alone {
+					rs, err := e.JobSettle(ctx, engine.JobSettleParams{Queue: q, Calls: results[i : i+1], Share: engine.ShareCalls})
+					if err == nil && rs[0].OK {
+						n++
+						alone.Add(1)
+					}
+				}
+				if err != nil || len(cy.Claims) == 0 {
 					done <- n
 					return
 				}
-				for _, c := range cs {
-					f := engine.Fenced{Kind: engine.FenceFinish, ID: c.ID, Owner: c.Owner, Token: c.Token}
-					rs, err := e.JobSettle(ctx, engine.JobSettleParams{Queue: q, Calls: []engine.Fenced{f}, Share: engine.SharePool})
-					if err == nil && rs[0].OK {
-						n++
-					}
+				results = results[:0]
+				for _, c := range cy.Claims {
+					results = append(results, engine.Fenced{Kind: engine.FenceFinish, ID: c.ID, Owner: c.Owner, Token: c.Token})
 				}
 			}
 		}()
@@ -370,4 +393,5 @@ func TestEnginePoolGathers(t *testing.T) {
 	if total != len(jobs) || err != nil || st.Counts["done"] != len(jobs) {
 		t.Errorf("%d finishes accepted, stats %+v, %v; want %d done", total, st, err, len(jobs))
 	}
+	t.Logf("%d of %d finishes settled alone", alone.Load(), len(jobs))
 }

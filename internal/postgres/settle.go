@@ -21,20 +21,10 @@ import (
 // call could then be judged, at its earlier instant, on a row that a call
 // judged later had already changed.
 //
-// On the server's clock, a worker pool's finish joins its queue's pool step
-// (pool.go), and is run alone if the step did not accept it; a batch of
-// finishes is one statement (finishMany).
+// On the server's clock a batch of finishes is one statement (finishMany);
+// a worker pool's finishes and claim are JobCycle's (cycle.go).
 func (e *Engine) JobSettle(ctx context.Context, p engine.JobSettleParams) ([]engine.Settled, error) {
 	q, fs := p.Queue, p.Calls
-	if p.Share == engine.SharePool && q.Clock.Server && len(fs) == 1 && fs[0].Kind == engine.FenceFinish {
-		// A finish the step did not accept was refused, or its row was
-		// held by another transaction, which the step skips rather than
-		// wait for (rule 39): alone, below, it waits for the row.
-		r, err := e.pool(q).finish(ctx, fs[0])
-		if err != nil || r.OK {
-			return []engine.Settled{r}, err
-		}
-	}
 	if len(fs) > 1 && q.Clock.Server && allFinishes(fs) {
 		return e.finishMany(ctx, q.Name, fs)
 	}

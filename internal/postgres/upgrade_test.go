@@ -105,7 +105,8 @@ func TestEngineMigrateFromV5(t *testing.T) {
 	if _, err := e.JobInsertMany(ctx, engine.JobInsertManyParams{Queue: server, Jobs: []engine.JobRow{kindJob("k2", 0, "sms"), kindJob("k3", 0, "")}}); err != nil {
 		t.Fatal(err)
 	}
-	cs, err = e.JobClaim(ctx, engine.JobClaimParams{Queue: server, Owner: "pool", Lease: 60_000, Max: 2, Share: engine.SharePool})
+	cy, err := e.JobCycle(ctx, engine.JobCycleParams{Queue: server, Owner: "pool", Lease: 60_000, Max: 2})
+	cs = cy.Claims
 	if err != nil || len(cs) != 2 || cs[0].Kind != "sms" || cs[1].Kind != "" || cs[0].Created == 0 {
 		t.Fatalf("a pool step's claim after the upgrade: %+v, %v; want k2 (sms) and k3", cs, err)
 	}

@@ -1,0 +1,164 @@
+package leaseq
+
+import (
+	"container/heap"
+	"context"
+	"time"
+
+	"github.com/leaseq/leaseq/internal/engine"
+)
+
+// The pool's leases (rules 28–34 and 48 in docs/rules.md): every Heartbeat
+// one ExtendBatch renews the lease of every running handler, and the lease
+// ends are kept in one heap, whose earliest arms the loop's one timer. Each
+// lease still ends exactly when its own fenced extension says: the loop
+// compares the heap's earliest with the queue's clock before each event,
+// and a ManualClock's moves wake it too. A refused extension, or a lease
+// end, cancels that handler alone, with ErrLeaseLost.
+
+// leaseEnds are the running jobs by lease end, earliest first (a
+// container/heap).
+type leaseEnds []*slot
+
+func (h leaseEnds) Len() int           { return len(h) }
+func (h leaseEnds) Less(i, k int) bool { return h[i].c.LeaseUntil.Before(h[k].c.LeaseUntil) }
+func (h leaseEnds) Swap(i, k int) {
+	h[i], h[k] = h[k], h[i]
+	h[i].idx, h[k].idx = i, k
+}
+func (h *leaseEnds) Push(x any) {
+	j := x.(*slot)
+	j.idx = len(*h)
+	*h = append(*h, j)
+}
+func (h *leaseEnds) Pop() any {
+	old := *h
+	j := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	j.idx = -1
+	return j
+}
+
+func (h *leaseEnds) add(j *slot) { heap.Push(h, j) }
+
+// remove takes j out, if it is in.
+func (h *leaseEnds) remove(j *slot) {
+	if j.idx >= 0 {
+		heap.Remove(h, j.idx)
+	}
+}
+
+// moved puts j back in order after its lease end changed.
+func (h *leaseEnds) moved(j *slot) {
+	if j.idx >= 0 {
+		heap.Fix(h, j.idx)
+	}
+}
+
+// fireEnds ends the handler of every lease that ended by the queue's clock.
+func (p *pool) fireEnds() {
+	if p.ends.Len() == 0 {
+		return
+	}
+	now := p.q.clock.Now()
+	for p.ends.Len() > 0 && !now.Before(p.ends[0].c.LeaseUntil) {
+		j := heap.Pop(&p.ends).(*slot)
+		p.lose(j, "lease ended before the handler returned")
+	}
+}
+
+// armEnd sets the loop's timer for the earliest lease end.
+func (l *loop) armEnd() {
+	p := l.p
+	if p.ends.Len() == 0 {
+		return
+	}
+	at := p.ends[0].c.LeaseUntil
+	if at.Equal(l.endAt) {
+		return
+	}
+	l.endAt = at
+	l.end.Stop()
+	// A timer counts real time: one that fires before the clock reached
+	// the end (the clock was set back, or is a ManualClock) rearms.
+	l.end.Reset(max(p.untilLeaseEnd(p.ends[0].c), time.Millisecond))
+}
+
+// lose ends j's handler with ErrLeaseLost, and says why — unless its own
+// FinishTx finished the job (a FinishTx in flight is waited for, so on a
+// goroutine of its own: rule 46).
+func (p *pool) lose(j *slot, why string) {
+	c := j.c
+	p.records.Add(1)
+	go func() {
+		defer p.records.Done()
+		if j.hold.doneAfter(recordTimeout) {
+			return
+		}
+		p.log.Warn("leaseq: "+why, p.attrs(c, "lease lost", time.Time{})...)
+		j.lost(ErrLeaseLost)
+	}()
+}
+
+// beatAnswer is what one heartbeat did.
+type beatAnswer struct {
+	jobs []*slot
+	cs   []Claim
+	oks  []bool
+	err  error
+}
+
+// heartbeat extends, in one ExtendBatch on a goroutine of its own, the
+// lease of every running handler whose job its FinishTx did not finish.
+// Its context ends with the latest of their leases, though a COMMIT held
+// up by readers may keep it longer.
+func (p *pool) heartbeat(l *loop) {
+	if p.beating || len(p.running) == 0 {
+		return
+	}
+	var jobs []*slot
+	var cs []Claim
+	var bound time.Duration
+	for j := range p.running {
+		if j.idx >= 0 && !j.hold.isDone() {
+			jobs, cs = append(jobs, j), append(cs, j.c)
+			bound = max(bound, p.untilLeaseEnd(j.c))
+		}
+	}
+	if len(jobs) == 0 {
+		return
+	}
+	p.beating = true
+	go func() {
+		ctx, cancel := context.WithTimeout(p.bg, max(bound, time.Millisecond))
+		defer cancel()
+		out, oks, err := p.q.extendBatch(ctx, cs, p.opts.Lease, engine.ShareCalls)
+		l.beats <- beatAnswer{jobs, out, oks, err}
+	}()
+}
+
+// extended takes in a heartbeat's answer: each renewed lease moves in the
+// heap; a refused one ends its handler. A failed heartbeat changes
+// nothing: the next may still renew the leases, and the lease ends guard
+// the handlers meanwhile.
+func (p *pool) extended(a beatAnswer) {
+	p.beating = false
+	if a.err != nil {
+		for _, j := range a.jobs {
+			p.log.Error("leaseq: extending a lease failed", p.attrs(j.c, "extend error", time.Time{}, "error", a.err)...)
+		}
+		return
+	}
+	for i, j := range a.jobs {
+		switch {
+		case j.idx < 0: // returned, or its lease ended meanwhile
+		case a.oks[i]:
+			j.c = a.cs[i]
+			p.ends.moved(j)
+		default:
+			p.ends.remove(j)
+			p.lose(j, "extension refused; the job is no longer this handler's")
+		}
+	}
+}
