@@ -73,6 +73,9 @@
 //	             synchronous=OFF, so that query cost is not hidden behind
 //	             the WAL flush).
 //
+// The pool and pg-pool modes (pool.go) measure the pool's batched writes
+// (rule 48) against hand loops, and its heartbeats' write transactions.
+//
 // The orders and pg-orders modes (orders.go) measure the service's own
 // transactions: InTx, FinishTx and EnqueueTx beside a pool of long
 // handlers. They are not in the default -modes either.
@@ -120,12 +123,17 @@ var (
 	journal = flag.String("journal", leaseq.JournalMode, "journal_mode of every database outside the journal mode")
 	dir     = flag.String("dir", "", "directory for the database files (default: a new temporary directory)")
 	cpuprof = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	counter = flag.String("change-counter", "", "print the file change counter of this SQLite file and exit (the pool mode's other process)")
 	pgURL   = flag.String("pg", "", "postgres:// URL of the server for the pg-* modes (default: $LEASEQ_POSTGRES_URL, else a throwaway cluster)")
 )
 
 func main() {
 	flag.Parse()
 	log.SetFlags(0)
+	if *counter != "" {
+		fmt.Println(changeCounter(*counter))
+		return
+	}
 	start := time.Now()
 	defer func() {
 		runExitHooks()
@@ -171,6 +179,10 @@ func main() {
 			workMode()
 		case "hooks":
 			hooksMode()
+		case "pool":
+			poolMode()
+		case "pg-pool":
+			pgPoolMode()
 		case "pg-work":
 			pgWorkMode()
 		case "pg-batch":

@@ -48,11 +48,9 @@ func (e *Engine) JobCycle(ctx context.Context, p engine.JobCycleParams) (engine.
 	if len(a.fIDs) == 0 && p.Max == 0 {
 		return c, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, stepWait)
-	defer cancel()
-	claims, err := retry(ctx, func() ([]engine.ClaimRow, error) { return e.step(ctx, p, a, c.Settled) })
+	claims, err := e.stepFor(ctx, p, a, c.Settled)
 	if err != nil {
-		return engine.Cycle{}, interpretError(err)
+		return engine.Cycle{}, err
 	}
 	c.Claims = claims
 	for i, f := range p.Results {
@@ -80,6 +78,38 @@ func (e *Engine) cycleApart(ctx context.Context, p engine.JobCycleParams) (engin
 		c.Claims, err = e.JobClaim(ctx, cp)
 	}
 	return c, err
+}
+
+// stepFor runs the cycle's statement on a context of its own, bounded by
+// stepWait, so that a step the server may still carry out is not cut off
+// with its answer unread: when ctx ends first the caller leaves with ctx's
+// error, and whatever the step then claimed is released once it answers
+// (abandon), not left leased to a pool that is gone until the leases end.
+func (e *Engine) stepFor(ctx context.Context, p engine.JobCycleParams, a stepArgs, settled []engine.Settled) ([]engine.ClaimRow, error) {
+	type answer struct {
+		claims []engine.ClaimRow
+		err    error
+	}
+	mine := make([]engine.Settled, len(settled))
+	done := make(chan answer, 1)
+	go func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stepWait)
+		defer cancel()
+		claims, err := retry(sctx, func() ([]engine.ClaimRow, error) { return e.step(sctx, p, a, mine) })
+		done <- answer{claims, interpretError(err)}
+	}()
+	select {
+	case r := <-done:
+		copy(settled, mine)
+		return r.claims, r.err
+	case <-ctx.Done():
+	}
+	go func() {
+		if r := <-done; r.err == nil {
+			e.abandon(p.Queue, r.claims)
+		}
+	}()
+	return nil, ctx.Err()
 }
 
 // stepArgs are pool_step.sql's arguments after the queue: the finishes'
