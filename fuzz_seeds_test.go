@@ -66,6 +66,16 @@ func (s *seedBuilder) finishBatch(pairs ...[2]int) *seedBuilder {
 	}
 	return s.op(opFinishBatch, args...)
 }
+
+// extendBatch renews, in one ExtendBatch with one lease, the claims given
+// as pairs of a claim number and a forgery (as in finishAny); at most 7.
+func (s *seedBuilder) extendBatch(lease int, pairs ...[2]int) *seedBuilder {
+	args := []byte{byte(lease), byte(len(pairs))}
+	for _, p := range pairs {
+		args = append(args, byte(p[0]), byte(p[1]))
+	}
+	return s.op(opExtendBatch, args...)
+}
 func (s *seedBuilder) requeue(id int) *seedBuilder { return s.op(opRequeue, byte(id)) }
 func (s *seedBuilder) claim(owner, lease int) *seedBuilder {
 	return s.op(opClaim, byte(owner), byte(lease))
@@ -116,6 +126,7 @@ const (
 // Forgeries (see forge), and the claim number that means the most recent.
 const (
 	asIssued, tokenUp, tokenDown, otherOwner, otherID, tokenZero, emptyOwner, emptyID, zeroClaim, fieldsChanged, otherQueue = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+	noQueue, noQueueOtherQueue                                                                                              = 11, 12
 
 	last = 128
 )
@@ -615,6 +626,38 @@ func fuzzSeeds() []fuzzSeed {
 			claimBatch(ownA, lease1s, 3).advance(5).snooze(0, asIssued, delayBeforeDeadline, rsTimeout).
 			snooze(1, asIssued, delayAtDeadline, rsTimeout).snooze(2, asIssued, delayAfterDeadline, rsTimeout).
 			toRunAt(idJ0, 0).claim(ownB, lease1s).checkAll()},
+		// ExtendBatch is Extend for each claim at one instant: leases
+		// ending 1 ms before, exactly at and 1 ms after now; the same
+		// claim twice (renewed twice, to the same end); a stale token,
+		// another owner, fields the fence ignores (returned as given); a
+		// bad lease or a malformed claim anywhere writes nothing; a short
+		// lease shortens, a claim without its queue is this queue's; an
+		// empty batch.
+		{"extend-batch", seed(0).extendBatch(lease1s).enqueue(idJ0, 1, maxDefault, noDeadline, nil).claim(ownA, lease10ms).
+			advance(1).enqueue(idJ1, 2, maxDefault, deadline1250ms, nil).claim(ownA, lease10ms).
+			advance(1).enqueue(idJ2, 3, maxDefault, noDeadline, nil).claim(ownB, lease10ms).toLeaseEnd(1, 0).
+			extendBatch(lease1h, [2]int{2, asIssued}, [2]int{1, asIssued}, [2]int{0, asIssued}, [2]int{2, asIssued},
+				[2]int{2, tokenUp}, [2]int{2, otherOwner}, [2]int{2, fieldsChanged}).
+			extendBatch(lease0, [2]int{last, asIssued}).extendBatch(leaseHalfMS, [2]int{last, asIssued}).
+			extendBatch(lease1s, [2]int{last, asIssued}, [2]int{2, zeroClaim}, [2]int{2, emptyOwner}).
+			extendBatch(lease1s, [2]int{last, tokenZero}).extendBatch(lease1s, [2]int{last, emptyID}).
+			extendBatch(lease1ms, [2]int{3, asIssued}, [2]int{last, noQueue}).advance(1).
+			extendBatch(lease1s, [2]int{6, asIssued}, [2]int{3, asIssued}).extendBatch(lease1s).checkAll()},
+		// ExtendBatch after the jobs were claimed again: the old tokens are
+		// refused beside the new ones renewed; the deadline caps the lease
+		// (1 ms before it too) and refuses it at it; on the other queue a
+		// claim of this one is refused, and the same ID, owner and token
+		// without a queue renew that queue's row.
+		{"extend-batch-stale-deadline", seed(0).enqueueBatch(job(idJ0, 1, maxDefault, noDeadline, nil),
+			job(idJ1, 2, maxDefault, deadline1250ms, nil), job(idJ2, 3, maxDefault, noDeadline, nil)).
+			claimBatch(ownA, lease10ms, 3).advance(10).claimBatch(ownA, lease10ms, 3).
+			extendBatch(lease1h, [2]int{3, asIssued}, [2]int{0, asIssued}, [2]int{4, asIssued}, [2]int{1, asIssued},
+				[2]int{5, asIssued}, [2]int{2, asIssued}, [2]int{4, tokenDown}).
+			toDeadline(idJ1, -1).extendBatch(lease1s, [2]int{7, asIssued}, [2]int{6, asIssued}).
+			toDeadline(idJ1, 0).extendBatch(lease1s, [2]int{9, asIssued}, [2]int{8, asIssued}, [2]int{9, asIssued}).
+			useQueue(1).enqueue(idJ0, 5, maxDefault, noDeadline, nil).claim(ownA, lease1s).
+			extendBatch(lease10ms, [2]int{0, noQueue}, [2]int{3, asIssued}, [2]int{last, asIssued}, [2]int{0, asIssued}).
+			useQueue(0).extendBatch(lease10ms, [2]int{11, asIssued}, [2]int{3, noQueue}).checkAll()},
 	}
 	out := make([]fuzzSeed, len(seeds))
 	for i, s := range seeds {

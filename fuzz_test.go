@@ -189,7 +189,7 @@ var fuzzOptions = []leaseq.Options{
 // moves to a job's instants act on the current queue (opUseQueue; the first
 // at the start). Calls on a claim — Finish, Extend, Release, Fail — act on
 // the queue that issued it, unless forged onto the other one (Snooze too); FinishBatch
-// acts on the current queue whichever issued its claims.
+// and ExtendBatch act on the current queue whichever issued their claims.
 const (
 	opEnqueue          = iota // ID, qty, max attempts, deadline, payload
 	opClaim                   // owner, lease
@@ -221,6 +221,7 @@ const (
 	opInTx                    // fn fails or not, then two tx.Enqueue calls in one InTx, read as opEnqueueTx reads them (fuzz_intx_test.go)
 	opFinishTx                // claim, forgery, fn fails or not, the job fn enqueues as opEnqueueFull reads it
 	opSnooze                  // claim, forgery, delay, reason
+	opExtendBatch             // lease, count 0..7, then each claim as opFinishAny reads it (fuzz_extendbatch_test.go)
 	opSlots
 )
 
@@ -379,6 +380,8 @@ func (r *fuzzRun) apply(in *opReader) {
 		r.inTx(in)
 	case opFinishTx:
 		r.finishTx(in)
+	case opExtendBatch:
+		r.extendBatch(in)
 	}
 	if !readOnly[op] {
 		r.checkRows()
@@ -861,15 +864,14 @@ func (r *fuzzRun) claimBatch(owner string, lease time.Duration, max int) {
 	}
 }
 
-// finishBatch reads a count and that many claims, each picked and forged as
-// opFinishAny does, and finishes them in one call on the current queue. With
+// pickBatch reads a count below limit and that many claims, each picked and
+// forged as opFinishAny does, with a description of each for the log. With
 // no claims handed out yet the batch is empty.
-func (r *fuzzRun) finishBatch(in *opReader) {
-	n := in.pick(5)
+func (r *fuzzRun) pickBatch(in *opReader, limit int) ([]leaseq.Claim, []string) {
+	n := in.pick(limit)
 	if len(r.claims) == 0 {
 		n = 0
 	}
-	qi := r.cur
 	cs, descs := make([]leaseq.Claim, n), make([]string, n)
 	for i := range cs {
 		h, _ := r.pickClaim(in)
@@ -877,6 +879,15 @@ func (r *fuzzRun) finishBatch(in *opReader) {
 		_, cs[i], how = r.forge(h, in.next())
 		descs[i] = fmt.Sprintf("{%s}", fmtClaim(h.queue, cs[i], how))
 	}
+	return cs, descs
+}
+
+// finishBatch reads a count and that many claims, each picked and forged as
+// opFinishAny does, and finishes them in one call on the current queue. With
+// no claims handed out yet the batch is empty.
+func (r *fuzzRun) finishBatch(in *opReader) {
+	qi := r.cur
+	cs, descs := r.pickBatch(in, 5)
 	now := r.clock.Now()
 	oks, err := r.qs[qi].FinishBatch(r.ctx, cs)
 	r.step("q%d FinishBatch(%s) = %v, %v", qi, strings.Join(descs, " "), oks, err)
@@ -1015,7 +1026,8 @@ const maxFuzzOps = 200
 // FuzzQueueModel decodes its input into a sequence of queue operations on
 // two named queues sharing one database — enqueue (delayed, prioritized, in
 // batches, inside the caller's transaction), claim, Finish, Extend, Release
-// and Fail with the current, a stale or a forged claim, Cancel, Requeue,
+// and Fail with the current, a stale or a forged claim (and FinishBatch and
+// ExtendBatch with several, the same one twice among them), Cancel, Requeue,
 // Purge and enqueueing a purged ID again, Get, Stats, List, clock moves onto
 // and around lease ends, run_at and deadlines — and runs each on the real
 // queues and on the model of the rules of docs/rules.md, comparing every answer and,

@@ -350,6 +350,36 @@ func (m *model) extend(qi int, now time.Time, c leaseq.Claim, lease time.Duratio
 	return s.LeaseUntil, true, nil
 }
 
+// extendBatch is extend for each claim in order, all judged at one instant
+// with one lease. A lease under 1 ms, or a malformed claim anywhere, refuses
+// the whole batch, changing nothing; the malformed claims' indexes are
+// returned so the error can be checked for naming one. Otherwise each claim
+// comes back with its new lease end, or unchanged when its fence refused
+// it. A claim named twice is renewed twice, to the same end: the first
+// renewal leaves its lease running (lease_until > now), so its fence holds.
+func (m *model) extendBatch(qi int, now time.Time, cs []leaseq.Claim, lease time.Duration) ([]leaseq.Claim, []bool, []int, error) {
+	if lease < time.Millisecond {
+		return nil, nil, nil, leaseq.ErrInvalid
+	}
+	var bad []int
+	for i, c := range cs {
+		if malformedClaim(c) {
+			bad = append(bad, i)
+		}
+	}
+	if len(bad) > 0 {
+		return nil, nil, bad, leaseq.ErrInvalid
+	}
+	out, oks := slices.Clone(cs), make([]bool, len(cs))
+	for i, c := range cs {
+		var until time.Time
+		if until, oks[i], _ = m.extend(qi, now, c, lease); oks[i] {
+			out[i].LeaseUntil = until
+		}
+	}
+	return out, oks, nil, nil
+}
+
 // release is rule 18: the fence, then pending again, claimable from now +
 // delay, token and attempts kept, the reason stored — or quarantined at
 // once when the attempts are used up or now + delay is at or after the
