@@ -59,6 +59,9 @@
 //	             Concurrency 16 against River's 16 workers (FetchCooldown
 //	             1ms, FetchPollInterval 10ms), both on pools of 32
 //	             connections.
+//	pg-enqueue   16 goroutines inserting one job per call: Enqueue
+//	             against River's Insert, in alternating chunks of 1,000
+//	             jobs, with the server's CPU per job of each (pools of 17).
 //	pg-batch     one goroutine inserting batches of 100, one transaction
 //	             each: EnqueueBatch against River's InsertMany and
 //	             InsertManyFast, in alternating chunks of 10 batches.
@@ -173,6 +176,8 @@ func main() {
 			hooksMode()
 		case "pg-work":
 			pgWorkMode()
+		case "pg-enqueue":
+			pgEnqueueMode()
 		case "pg-batch":
 			pgBatchMode()
 		case "pg-claimers":
