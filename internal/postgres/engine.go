@@ -110,8 +110,8 @@ const schemaLock = 0x6c65617365710a // "leaseq\n"
 // claim at a time sweep and has the claim take a row only under an
 // advisory lock of its seq (leaseq_claim says why); 6 adds the jobs' kind
 // (rule 50) and leaseq_paused (rule 54), which leaseq_claim_jobs reads; 7
-// has leaseq_purged_token read before it updates, and set no planner
-// settings, which made an Enqueue cost the server a sixth more.
+// has leaseq_purged_token read before it updates and set no planner
+// settings (an Enqueue's server time in it: a tenth, from a sixth).
 // Every version's script
 // runs on any older schema, as it creates what is missing and replaces
 // every function and trigger. It is PostgreSQL's own number: SQLite's
