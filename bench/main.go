@@ -59,6 +59,9 @@
 //	             Concurrency 16 against River's 16 workers (FetchCooldown
 //	             1ms, FetchPollInterval 10ms), both on pools of 32
 //	             connections.
+//	pg-enqueue   16 goroutines inserting one job per call: Enqueue
+//	             against River's Insert, in alternating chunks of 1,000
+//	             jobs, with the server's CPU per job of each (pools of 17).
 //	pg-batch     one goroutine inserting batches of 100, one transaction
 //	             each: EnqueueBatch against River's InsertMany and
 //	             InsertManyFast, in alternating chunks of 10 batches.
@@ -84,7 +87,7 @@
 //
 //	go run . [-rounds 3] [-modes single,batch,depth,idle,queues,journal,work]
 //	         [-scale 1] [-journal MODE] [-dir DIR] [-cpuprofile FILE]
-//	go run . -modes pg-work,pg-batch,pg-claimers,pg-depth [-pg URL] ...
+//	go run . -modes pg-work,pg-enqueue,pg-batch,pg-claimers,pg-depth [-pg URL] ...
 //	go run . -modes orders,pg-orders [-orders-for 10s] ...
 package main
 
@@ -185,6 +188,8 @@ func main() {
 			pgPoolMode()
 		case "pg-work":
 			pgWorkMode()
+		case "pg-enqueue":
+			pgEnqueueMode()
 		case "pg-batch":
 			pgBatchMode()
 		case "pg-claimers":

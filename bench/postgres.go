@@ -89,8 +89,8 @@ func pgRiverDriver(what string, conns int) (*riverpgxv5.Driver, *pgxpool.Pool, p
 
 // pgRiverInserter is a River client that only inserts, on a migrated fresh
 // database.
-func pgRiverInserter(what string) (*river.Client[pgx.Tx], *pgxpool.Pool, pgDatabase) {
-	driver, pool, d := pgRiverDriver(what, 4)
+func pgRiverInserter(what string, conns int) (*river.Client[pgx.Tx], *pgxpool.Pool, pgDatabase) {
+	driver, pool, d := pgRiverDriver(what, conns)
 	mig, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: quiet})
 	check(err)
 	_, err = mig.Migrate(context.Background(), rivermigrate.DirectionUp, nil)
@@ -145,8 +145,8 @@ func pgBatchMode() {
 	k := n(20000)
 	ctx := context.Background()
 	lq, lqDB := pgLeaseq("batch_leaseq", 4)
-	many, manyPool, manyDB := pgRiverInserter("batch_river_many")
-	fast, fastPool, fastDB := pgRiverInserter("batch_river_fast")
+	many, manyPool, manyDB := pgRiverInserter("batch_river_many", 4)
+	fast, fastPool, fastDB := pgRiverInserter("batch_river_fast", 4)
 	params := make([]river.InsertManyParams, size)
 	for i := range params {
 		params[i] = river.InsertManyParams{Args: noopArgs{}}
@@ -177,6 +177,55 @@ func pgBatchMode() {
 	perBatch := func(d pgDatabase) float64 { return d.perJob(k * *rounds / size).xacts }
 	fmt.Printf("  transactions per batch (River's include its migrations): EnqueueBatch %.2f, InsertMany %.2f, InsertManyFast %.2f\n",
 		perBatch(lqDB), perBatch(manyDB), perBatch(fastDB))
+}
+
+// pgEnqueueConns is the pool size of either side in pg-enqueue: one
+// connection per goroutine, and one for leaseq's notifications (River
+// sends its own inside the insert's transaction).
+const pgEnqueueConns = 17
+
+// pgEnqueueMode runs single-job inserts from 16 goroutines: Enqueue against
+// River's Insert, in alternating chunks of 1,000 jobs. The server's CPU is
+// read around each chunk, so each side is charged what the server spent
+// while it alone ran.
+func pgEnqueueMode() {
+	server()
+	const g = 16
+	k := n(20000)
+	ctx := context.Background()
+	lq, lqDB := pgLeaseq("enqueue_leaseq", pgEnqueueConns)
+	client, pool, riverDB := pgRiverInserter("enqueue_river", pgEnqueueConns)
+	var cpu [2]float64 // the server's seconds while each side ran, this round
+	var rates []float64
+	timed := func(side int, run func(k int)) func(k int) {
+		return func(k int) {
+			before := server().serverCPU()
+			run(k)
+			cpu[side] += server().serverCPU() - before
+		}
+	}
+	runRounds(fmt.Sprintf("pg-enqueue: %d goroutines, one job per call, %d jobs per round (alternating chunks of 1,000), pools of %d connections", g, k, pgEnqueueConns), []measure{
+		{"leaseq Enqueue", "jobs/s", func() float64 {
+			cpu = [2]float64{}
+			rates = alternating(k, 1000,
+				timed(0, func(k int) { perSecond(g, k, 1, func(int) { check(lq.Enqueue(ctx, jobs(1)[0])) }) }),
+				timed(1, func(k int) {
+					perSecond(g, k, 1, func(int) { _, err := client.Insert(ctx, noopArgs{}, nil); check(err) })
+				}))
+			return rates[0]
+		}},
+		{"River Insert", "jobs/s", func() float64 { return rates[1] }},
+		{"leaseq Enqueue, server CPU per job", "µs", func() float64 { return cpu[0] * 1e6 / float64(k) }},
+		{"River Insert, server CPU per job", "µs", func() float64 { return cpu[1] * 1e6 / float64(k) }},
+	}, []ratio{
+		{"Enqueue / River Insert", 0, 1, ">= 1"},
+		{"server CPU per job, Enqueue / River Insert", 2, 3, "<= 1"},
+	})
+	closeLeaseq(lq)
+	pool.Close()
+	perJob := func(d pgDatabase) pgCounts { return d.perJob(k * *rounds) }
+	fmt.Printf("  per job: Enqueue %.2f transactions, River Insert %.2f (River's include its migrations)\n",
+		perJob(lqDB).xacts, perJob(riverDB).xacts)
 }
 
 // claimTally counts what went wrong in a Claim+Finish loop: every count but

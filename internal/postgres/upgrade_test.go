@@ -76,8 +76,8 @@ func TestEngineMigrateFromV5(t *testing.T) {
 	e := New(db)
 	t.Cleanup(e.Release)
 	ctx := context.Background()
-	if v, err := e.SchemaVersion(ctx); err != nil || v != 6 {
-		t.Fatalf("version after the upgrade: %d, %v; want 6", v, err)
+	if v, err := e.SchemaVersion(ctx); err != nil || v != SchemaCurrent {
+		t.Fatalf("version after the upgrade: %d, %v; want %d", v, err, SchemaCurrent)
 	}
 	if after := dump(t, db, v5Columns); after != before {
 		t.Fatalf("the upgrade changed rows:\n got\n%s want\n%s", after, before)
@@ -109,6 +109,67 @@ func TestEngineMigrateFromV5(t *testing.T) {
 	cs = cy.Claims
 	if err != nil || len(cs) != 2 || cs[0].Kind != "sms" || cs[1].Kind != "" || cs[0].Created == 0 {
 		t.Fatalf("a pool step's claim after the upgrade: %+v, %v; want k2 (sms) and k3", cs, err)
+	}
+}
+
+// TestEngineMigrateFromV6: a database of schema version 6, as
+// testdata/schema-v6.sql (that version's script, kept as it was) creates
+// it, is upgraded to 7 by two engines at once. Every row is as it was, the
+// trigger leaseq_purged_token is version 7's (no planner settings of its
+// own), and it still keeps the fence: an ID purged under version 6 and
+// enqueued again continues the remembered token (rule 21).
+func TestEngineMigrateFromV6(t *testing.T) {
+	url := pgtest.URL(t)
+	db := openURL(t, url)
+	b, err := os.ReadFile(filepath.Join("testdata", "schema-v6.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range append(append([]string{stmt("schema_table")}, splitSQL(string(b))...),
+		"INSERT INTO leaseq_schema (version) VALUES (6)",
+		`INSERT INTO leaseq_jobs (queue, id, qty, payload, status, max_attempts, run_at, priority, due_at, ready, created_at, updated_at, kind)
+		 VALUES ('q', 'old', 1, 'd', 'pending', 3, NULL, 0, 1000, 1, 1000, 1000, 'mail')`,
+		"INSERT INTO leaseq_purged (queue, id, token) VALUES ('q', 'gone', 5)") {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("the version-6 database: %v\n%s", err, s)
+		}
+	}
+	const all = "SELECT * FROM leaseq_jobs ORDER BY seq"
+	before := dump(t, db, all)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		e := New(openURL(t, url))
+		t.Cleanup(e.Release)
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = e.SchemaMigrate(context.Background()) }()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("migration %d from version 6: %v", i, err)
+		}
+	}
+	e := New(db)
+	t.Cleanup(e.Release)
+	ctx := context.Background()
+	if v, err := e.SchemaVersion(ctx); err != nil || v != 7 {
+		t.Fatalf("version after the upgrade: %d, %v; want 7", v, err)
+	}
+	if after := dump(t, db, all); after != before {
+		t.Fatalf("the upgrade changed rows:\n got\n%s want\n%s", after, before)
+	}
+	if got := dump(t, db, "SELECT proconfig FROM pg_proc WHERE proname = 'leaseq_purged_token'"); got != "proconfig=NULL\n" {
+		t.Fatalf("leaseq_purged_token after the upgrade: %q; want no settings of its own", got)
+	}
+	now := int64(20_000)
+	q := fixedQueue("q", &now)
+	if _, err := e.JobInsertMany(ctx, engine.JobInsertManyParams{Queue: q, Jobs: []engine.JobRow{job("gone", now)}, One: true}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := e.JobClaim(ctx, engine.JobClaimParams{Queue: q, Owner: "w", Lease: 1000, Max: 2})
+	if err != nil || len(cs) != 2 || cs[0].ID != "old" || cs[0].Token != 1 || cs[1].ID != "gone" || cs[1].Token != 6 {
+		t.Fatalf("claims after the upgrade: %+v, %v; want old with token 1, gone with token 6 (after the purged 5)", cs, err)
 	}
 }
 
