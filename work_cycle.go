@@ -74,7 +74,9 @@ func (l *loop) next() {
 	}
 	if len(p.pending) > 0 {
 		p.gather(l)
-		free = max(free, p.opts.Concurrency-len(p.running))
+		if free > 0 { // the slots the gathered results freed too
+			free = p.opts.Concurrency - len(p.running)
+		}
 	}
 	l.cycle(p.pending, free)
 	p.pending = nil
