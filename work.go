@@ -37,9 +37,10 @@ type WorkerOptions struct {
 	// are claimed again; heartbeats keep a live worker's lease whatever its
 	// length.
 	Lease time.Duration
-	// Heartbeat is how often a running handler's lease is extended; 0
-	// means Lease/3. It must be shorter than Lease: each extension must
-	// commit before the lease it extends ends.
+	// Heartbeat is how often the running handlers' leases are extended,
+	// all of them in one write (rule 48); 0 means Lease/3. It must be
+	// shorter than Lease: each extension must commit before the lease it
+	// extends ends.
 	Heartbeat time.Duration
 	// Backoff is the delay before the next attempt of a job whose handler
 	// failed on its attempt-th claim; nil means DefaultBackoff. A negative
@@ -143,8 +144,12 @@ func (opts WorkerOptions) withDefaults() WorkerOptions {
 }
 
 // Work runs a pool of handlers on the queue until ctx ends: it claims jobs
-// into free handler slots with one ClaimBatch, runs h on each with the
-// lease kept alive by heartbeats, and records each handler's result.
+// into free handler slots, runs h on each with the lease kept alive by
+// heartbeats, and records each handler's result. It writes in batches
+// (rule 48 in docs/rules.md): the results of the handlers that returned
+// since its last write and the claim that refills their slots in one
+// transaction (SQLite) or statement (PostgreSQL), and all its running
+// leases' extensions in one write per Heartbeat.
 //
 // When ctx ends Work stops claiming; running handlers keep their contexts
 // for up to DrainTimeout, then those end with ErrShutdown; once every
