@@ -77,7 +77,8 @@
 //	             the WAL flush).
 //
 // The pool and pg-pool modes (pool.go) measure the pool's batched writes
-// (rule 48) against hand loops, and its heartbeats' write transactions.
+// (rule 48) against hand loops, and its heartbeats' write transactions;
+// pg-procs (procs.go) four processes of Work(16) against four of River.
 //
 // The orders and pg-orders modes (orders.go) measure the service's own
 // transactions: InTx, FinishTx and EnqueueTx beside a pool of long
@@ -126,6 +127,9 @@ var (
 	journal = flag.String("journal", leaseq.JournalMode, "journal_mode of every database outside the journal mode")
 	dir     = flag.String("dir", "", "directory for the database files (default: a new temporary directory)")
 	cpuprof = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	child   = flag.String("work-child", "", "run as one process of pg-procs: leaseq or river")
+	childDB = flag.String("child-url", "", "the database of a -work-child")
+	childK  = flag.Int("child-jobs", 0, "the finished jobs a -work-child waits for")
 	counter = flag.String("change-counter", "", "print the file change counter of this SQLite file and exit (the pool mode's other process)")
 	pgURL   = flag.String("pg", "", "postgres:// URL of the server for the pg-* modes (default: $LEASEQ_POSTGRES_URL, else a throwaway cluster)")
 )
@@ -135,6 +139,10 @@ func main() {
 	log.SetFlags(0)
 	if *counter != "" {
 		fmt.Println(changeCounter(*counter))
+		return
+	}
+	if *child != "" {
+		workChild(*child, *childDB, *childK)
 		return
 	}
 	start := time.Now()
@@ -186,6 +194,8 @@ func main() {
 			poolMode()
 		case "pg-pool":
 			pgPoolMode()
+		case "pg-procs":
+			pgProcsMode()
 		case "pg-work":
 			pgWorkMode()
 		case "pg-enqueue":
