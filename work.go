@@ -185,6 +185,7 @@ func (q *Queue) Work(ctx context.Context, opts WorkerOptions, h Handler) error {
 		return nil
 	}
 	p := newPool(ctx, q, opts.withDefaults(), h)
+	defer p.release()
 	defer p.stop(nil)
 	defer q.watchStart()()         // rule 56: other processes' changes wake the pool
 	defer p.watchLeases()()        // and end the handlers of jobs taken from them
@@ -221,6 +222,8 @@ type pool struct {
 	// still run, and Work returns within its drain time also when the
 	// database does not answer (rule 24).
 	claims context.Context
+	// release ends what newPool set up for claims.
+	release func()
 	// handlers is the parent of every handler's context; stop ends it with
 	// ErrShutdown when the drain time is over.
 	handlers context.Context
@@ -246,7 +249,7 @@ type slot struct {
 	hold  *hold // FinishTx's view of the claim (work_tx.go)
 	r     *run
 	began time.Time
-	idx   int // in the pool's leaseEnds; -1 once the handler returned
+	idx   int // in the pool's leaseEnds; -1 once out of it: returned, or its lease lost
 	// told gets what became of the handler's result, once.
 	told chan told
 }
@@ -270,8 +273,9 @@ func newPool(ctx context.Context, q *Queue, opts WorkerOptions, h Handler) *pool
 	bg := context.WithoutCancel(ctx)
 	handlers, stop := context.WithCancelCause(bg)
 	claims, cut := context.WithCancel(bg)
-	context.AfterFunc(ctx, func() { time.AfterFunc(opts.DrainTimeout, cut) })
+	unhook := context.AfterFunc(ctx, func() { time.AfterFunc(opts.DrainTimeout, cut) })
 	return &pool{q: q, opts: opts, h: h, log: opts.Logger, bg: bg, claims: claims, handlers: handlers, stop: stop,
+		release: func() { unhook(); cut() },
 		returns: make(chan returned, min(opts.Concurrency, 256)), running: make(map[*slot]struct{})}
 }
 

@@ -233,3 +233,57 @@ func TestWorkLeaseEndAtLeaseUntil(t *testing.T) {
 		}
 	})
 }
+
+// TestWorkCycleOneCommit: a pool of one handler over 40 jobs commits once
+// per cycle, the result and the next claim together: 41 write transactions
+// (the first claim, then one per result), where a pool that recorded its
+// results and its claims apart would make 80. Counted on SQLite by the
+// file's change counter, on PostgreSQL by the transaction IDs the server
+// assigned (a NOTIFY takes one too).
+func TestWorkCycleOneCommit(t *testing.T) { forEnginesInTurn(t, testWorkCycleOneCommit) }
+
+func testWorkCycleOneCommit(t *testing.T, eng testEngine) {
+	const n = 40
+	path := eng.fresh(t)
+	q := openQueue(t, eng, path)
+	var jobs []leaseq.Job
+	for i := range n {
+		jobs = append(jobs, leaseq.Job{ID: fmt.Sprintf("j%02d", i)})
+	}
+	if err := q.EnqueueBatch(context.Background(), jobs); err != nil {
+		t.Fatal(err)
+	}
+	writes := func() uint64 {
+		if eng.name == "sqlite" {
+			return uint64(sqliteCommits(t, q.DB()))
+		}
+		var x uint64
+		if err := q.DB().QueryRow("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint").Scan(&x); err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	before := writes()
+	w := runWork(t, q, leaseq.WorkerOptions{Owner: "w", Lease: time.Hour, Heartbeat: 30 * time.Minute},
+		func(context.Context, leaseq.Claim) error { return nil })
+	// Jobs are claimed in enqueue order, one at a time: the last one done
+	// is every one done. (Get only reads; Stats may fold PostgreSQL's
+	// counter rows, a write of its own.)
+	waitUntil(t, 30*time.Second, "every job done", func() bool {
+		s, err := q.Get(context.Background(), jobs[n-1].ID)
+		return err == nil && s.Status == leaseq.StatusDone
+	})
+	got := writes() - before
+	if err := w.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	// On PostgreSQL the EnqueueBatch's NOTIFY (rule 56), which its sender
+	// sends on a goroutine of its own, may come inside the count: one more.
+	want, most := uint64(n+1), uint64(n+1)
+	if eng.name == "postgres" {
+		most++
+	}
+	if got < want || got > most {
+		t.Fatalf("%d write transactions for %d jobs through one slot, want %d (at most %d): one per cycle", got, n, want, most)
+	}
+}

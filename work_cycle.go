@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/leaseq/leaseq/internal/engine"
@@ -314,27 +315,17 @@ func (l *loop) answered(a cycleAnswer) {
 // judge tells each judged result of a cycle what became of it, and
 // settles alone (on a goroutine) the ones the cycle left.
 func (p *pool) judge(l *loop, results []returned, cy engine.Cycle) {
-	alone := make([]returned, 0, len(cy.Alone))
-	for _, i := range cy.Alone {
-		alone = append(alone, results[i])
-	}
+	var alone []returned
 	for i, r := range results {
-		if len(cy.Alone) == 0 || !containsInt(cy.Alone, i) {
-			p.recorded(r, cy.Settled[i])
+		if slices.Contains(cy.Alone, i) {
+			alone = append(alone, r)
+			continue
 		}
+		p.recorded(r, cy.Settled[i])
 	}
 	if len(alone) > 0 {
 		p.settleAlone(l, alone)
 	}
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // failed is a step that failed with err: a fatal error ends the pool;

@@ -347,11 +347,10 @@ CREATE OR REPLACE TRIGGER leaseq_counts_delete AFTER DELETE ON leaseq_jobs FOR E
   WHEN (OLD.status IN ('done', 'quarantined'))
   EXECUTE FUNCTION leaseq_count();
 
--- leaseq_pool_step is what the worker pools of one process on one queue
--- have gathered while the last step ran (pool.go): the finishes of
--- their handlers, then their claims, in one statement at one instant on the
--- server's clock, so that many pools' results and next jobs share one
--- commit. Finishes come first and each is fenced as finish.sql fences one,
+-- leaseq_pool_step is one cycle of a worker pool (cycle.go, rule 48): the
+-- finishes of its handlers, then the claim that refills their slots, in one
+-- statement at one instant on the server's clock, so that the results and
+-- the next jobs share one commit. Finishes come first and each is fenced as finish.sql fences one,
 -- on a row no other transaction holds; the claims sweep as leaseq_claim
 -- does, holding leaseq_sweeper only while the server runs the statement,
 -- which commits on its own. The rows of accepted finishes come back with req 0, the claims of the
@@ -370,7 +369,7 @@ DECLARE
 BEGIN
   -- A row another transaction holds is skipped, not waited for: the
   -- finish of a row an operator locked would hold up every finish and
-  -- claim of the step. Its caller settles it alone (pool.go).
+  -- claim of the step. Its caller settles it alone (cycle.go).
   RETURN QUERY
   UPDATE leaseq_jobs j SET status = 'done', ready = 0, updated_at = t
   WHERE j.seq = ANY (ARRAY(SELECT d.seq FROM leaseq_jobs d
