@@ -30,6 +30,10 @@ type loop struct {
 	// change it tells of.
 	idle   bool
 	woke   bool
+	// wakeup is the queue's wake-up channel, taken before the change it
+	// tells of could happen: one taken afresh at each wait would miss a
+	// wake-up that came while the loop handled another event.
+	wakeup <-chan struct{}
 	faults int              // failed steps in a row
 	retry  <-chan time.Time // after a fault: no cycle before it fires
 	sleep  *time.Timer
@@ -48,6 +52,7 @@ func newLoop(p *pool, ctx context.Context) *loop {
 		cycles: make(chan cycleAnswer, 1), beats: make(chan beatAnswer, 1), alone: make(chan aloneAnswer, 1)}
 	l.sleep.Stop()
 	l.end.Stop()
+	l.wakeup = p.q.e.Wakers().Wakeup(p.q.name)
 	return l
 }
 
@@ -139,7 +144,8 @@ func (p *pool) await(l *loop) {
 		p.extended(a)
 	case a := <-l.alone:
 		l.settledAlone(a)
-	case <-p.q.e.Wakers().Wakeup(p.q.name):
+	case <-l.wakeup:
+		l.wakeup = p.q.e.Wakers().Wakeup(p.q.name)
 		l.wake()
 	case <-l.sleep.C:
 		l.wake()
