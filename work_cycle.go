@@ -28,8 +28,8 @@ type loop struct {
 	// one waits for a wake-up, the sleep, or a result. woke: a wake-up
 	// came while a cycle was in flight, which may have claimed before the
 	// change it tells of.
-	idle   bool
-	woke   bool
+	idle bool
+	woke bool
 	// wakeup is the queue's wake-up channel, taken before the change it
 	// tells of could happen: one taken afresh at each wait would miss a
 	// wake-up that came while the loop handled another event.
