@@ -8,6 +8,10 @@
 -- instead of waiting for the clock to come back. RETURNING gives the rows
 -- in no promised order; the engine sorts them. A paused queue (rule 54)
 -- leases nothing: a Pause that committed after the idle check still wins.
+-- The limit is ?4 + 0, not ?4: SQLite's planner reads a LIMIT that is a
+-- bare parameter, and a statement so planned is prepared again whenever
+-- the parameter is bound to another value: a pool's claims, whose sizes
+-- vary from cycle to cycle, spent as much on that as on the claim itself.
 -- args: ?1 owner, ?2 now, ?3 lease end (now + lease), ?4 max, ?5 queue
 -- returns: seq, id, qty, payload, token, attempts, lease_until, deadline, priority, kind, created_at, run_at, max_attempts
 -- index: leaseq_jobs_ready, leaseq_paused
@@ -19,5 +23,5 @@ SET status = 'leased', ready = 0, owner = ?1, token = token + 1, attempts = atte
     updated_at = ?2
 WHERE seq IN (SELECT seq FROM leaseq_jobs WHERE queue = ?5 AND ready = 1 AND (due_at <= ?2 OR status = 'pending' AND coalesce(run_at, ?2) <= ?2)
                 AND NOT EXISTS (SELECT 1 FROM leaseq_paused WHERE queue = ?5)
-              ORDER BY priority DESC, due_at, seq LIMIT ?4)
+              ORDER BY priority DESC, due_at, seq LIMIT ?4 + 0)
 RETURNING seq, id, qty, payload, token, attempts, lease_until, deadline, priority, kind, created_at, run_at, max_attempts
