@@ -65,7 +65,8 @@ func (q *Queue) InTx(ctx context.Context, fn func(ctx context.Context, tx Tx) er
 	if fn == nil {
 		return opError(op, "", invalid("fn is nil"))
 	}
-	out, err := q.txRun(ctx, "InTx", nil, fn)
+	t := q.newTxFn("InTx", fn)
+	out, err := t.after(q.e.TxRun(ctx, engine.TxRunParams{Queue: q.ref(), Fn: t.fn}))
 	if err != nil {
 		return opError(op, "", err)
 	}
@@ -104,9 +105,9 @@ func (q *Queue) FinishTx(ctx context.Context, c Claim, fn func(ctx context.Conte
 	}
 	f := fence(c, engine.FenceFinish).call
 	h := q.holds.settling(c)
-	out, err := q.txRun(ctx, "FinishTx", &f, fn)
-	ok := err == nil && out.FnErr == nil && !out.Refused
-	h.settled(ok, err == nil && out.FnErr == nil && out.Refused)
+	out, err := q.finishTx(ctx, h, f, fn)
+	ok := err == nil && out.Accepted()
+	h.settled(ok, err == nil && out.Refused)
 	switch {
 	case err != nil:
 		return false, opError(op, job(c.ID), err)
@@ -116,23 +117,49 @@ func (q *Queue) FinishTx(ctx context.Context, c Claim, fn func(ctx context.Conte
 	return ok, nil
 }
 
-// txRun runs fn through the engine's TxRun, with finish around it if set:
-// fn gets ctx marked as the ctx of call, InTx or FinishTx (rule 44), and
-// the queue's Tx. A panic in fn
-// rolls its transaction back and is raised again here. When the
-// transaction committed with jobs fn enqueued, the idle workers wake.
-func (q *Queue) txRun(ctx context.Context, call string, finish *engine.Fenced,
-	fn func(ctx context.Context, tx Tx) error) (engine.TxOutcome, error) {
-	var enqueued atomic.Bool
-	p := engine.TxRunParams{Queue: q.ref(), Finish: finish, Fn: func(ctx context.Context, t *engine.Tx) error {
-		return callFn(fn, context.WithValue(ctx, inTxKey{}, call), &queueTx{q: q, t: t, enqueued: &enqueued})
+// finishTx runs FinishTx's fn with the Finish f around it: in the next
+// cycle of the pool that holds the claim (h, rule 48: its commit also
+// carries the pool's other results and the claim that refills the slot),
+// else on a transaction of its own.
+func (q *Queue) finishTx(ctx context.Context, h *hold, f engine.Fenced, fn func(ctx context.Context, tx Tx) error) (engine.TxOutcome, error) {
+	t := q.newTxFn("FinishTx", fn)
+	if p, j := h.runner(); p != nil {
+		out, err, ran := p.finishTx(ctx, j, engine.CycleTx{Ctx: ctx, Finish: f, Fn: t.fn})
+		if ran {
+			return t.after(out, err)
+		}
+	}
+	return t.after(q.e.TxRun(ctx, engine.TxRunParams{Queue: q.ref(), Finish: &f, Fn: t.fn}))
+}
+
+// txFn is the function of an InTx or FinishTx as the engine runs it: fn
+// gets ctx marked as the ctx of call (rule 44), and the queue's Tx.
+type txFn struct {
+	q        *Queue
+	fn       engine.TxFunc
+	enqueued *atomic.Bool
+}
+
+func (q *Queue) newTxFn(call string, fn func(ctx context.Context, tx Tx) error) txFn {
+	enqueued := new(atomic.Bool)
+	return txFn{q: q, enqueued: enqueued, fn: func(ctx context.Context, t *engine.Tx) error {
+		return callFn(fn, context.WithValue(ctx, inTxKey{}, call), &queueTx{q: q, t: t, enqueued: enqueued})
 	}}
-	out, err := q.e.TxRun(ctx, p)
+}
+
+// after is the end of a run of t: a panic in fn, which rolled its
+// transaction back, is raised again here; a call that ended with nothing
+// written (out.Err) has that error; when the transaction committed with
+// jobs fn enqueued, the idle workers wake.
+func (t txFn) after(out engine.TxOutcome, err error) (engine.TxOutcome, error) {
 	if pe, ok := out.FnErr.(*fnPanic); ok {
 		panic(pe.v) // the value as fn raised it, as a recover upstream expects
 	}
-	if err == nil && out.FnErr == nil && !out.Refused && enqueued.Load() {
-		q.e.Wakers().Signal(q.name)
+	if err == nil {
+		err = out.Err
+	}
+	if err == nil && out.Accepted() && t.enqueued.Load() {
+		t.q.e.Wakers().Signal(t.q.name)
 	}
 	return out, err
 }

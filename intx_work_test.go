@@ -194,3 +194,146 @@ func testWorkHandlerFinishTxRefused(t *testing.T, eng testEngine) {
 		t.Fatalf("row %s; want quarantined by the Cancel", fmtState(s))
 	}
 }
+
+// TestWorkFinishTxInCycle: a handler's FinishTx runs in the pool's cycle
+// (rules 46 and 48). Accepted, the same commit claims the job that refills
+// its slot, but that job's handler starts only once the handler that
+// settled returned: no more than Concurrency handlers run at once. fn's
+// error is FinishTx's, with nothing written and the job still the
+// handler's; a finish refused after fn (the lease ended while it ran)
+// keeps none of fn's rows, and the job's next claim records its own.
+func TestWorkFinishTxInCycle(t *testing.T) {
+	forEnginesInTurn(t, func(t *testing.T, eng testEngine) {
+		t.Run("refill waits for the slot", func(t *testing.T) { testFinishTxRefillWaits(t, eng) })
+		t.Run("fn error", func(t *testing.T) { testFinishTxInCycleFnError(t, eng) })
+		t.Run("refused after fn", func(t *testing.T) { testFinishTxInCycleRefused(t, eng) })
+	})
+}
+
+func testFinishTxRefillWaits(t *testing.T, eng testEngine) {
+	q := openQueue(t, eng, eng.fresh(t))
+	f := &fixture{t: t, ctx: context.Background(), e: eng, db: q.DB(), q: q}
+	f.createOrders()
+	mustEnqueue(t, q, leaseq.Job{ID: "a"}, leaseq.Job{ID: "b"})
+	settled, release, started := make(chan bool, 1), make(chan struct{}), make(chan string, 2)
+	runWork(t, q, leaseq.WorkerOptions{Owner: "w", Lease: time.Minute, Concurrency: 1},
+		func(ctx context.Context, c leaseq.Claim) error {
+			started <- c.ID
+			ok, err := q.FinishTx(ctx, c, f.placeOrder("order-"+c.ID, ""))
+			if c.ID == "a" {
+				settled <- ok && err == nil
+				<-release
+			}
+			return err
+		})
+	if id := waitFor(t, started, "a's handler"); id != "a" {
+		t.Fatalf("first handler %s, want a", id)
+	}
+	if !waitFor(t, settled, "a's FinishTx") {
+		t.Fatal("a's FinishTx was not accepted")
+	}
+	if s := mustGet(t, q, "b"); s.Status != leaseq.StatusLeased || s.Owner != "w" {
+		t.Fatalf("b %s once a's FinishTx committed; want leased to w by the same cycle", fmtState(s))
+	}
+	select {
+	case id := <-started:
+		t.Fatalf("%s's handler started while a's still ran: more than Concurrency 1 at once", id)
+	default:
+	}
+	close(release)
+	if id := waitFor(t, started, "b's handler"); id != "b" {
+		t.Fatalf("second handler %s, want b", id)
+	}
+	waitUntil(t, 20*time.Second, "b done", func() bool { return mustGet(t, q, "b").Status == leaseq.StatusDone })
+	if got := f.orders(); got != "order-a,order-b" {
+		t.Fatalf("orders %q", got)
+	}
+}
+
+func testFinishTxInCycleFnError(t *testing.T, eng testEngine) {
+	q := openQueue(t, eng, eng.fresh(t))
+	f := &fixture{t: t, ctx: context.Background(), e: eng, db: q.DB(), q: q}
+	f.createOrders()
+	mustEnqueue(t, q, leaseq.Job{ID: "a"})
+	boom := errors.New("boom")
+	type seen struct {
+		ok   bool
+		err  error
+		row  leaseq.State
+		byFn string
+	}
+	got := make(chan seen, 1)
+	outcomes := make(chan leaseq.Outcome, 1)
+	runWork(t, q, leaseq.WorkerOptions{Owner: "w", Lease: time.Minute, Backoff: func(int) time.Duration { return time.Hour },
+		OnOutcome: func(o leaseq.Outcome) { outcomes <- o }},
+		func(ctx context.Context, c leaseq.Claim) error {
+			ok, err := q.FinishTx(ctx, c, func(ctx context.Context, tx leaseq.Tx) error {
+				if err := f.placeOrder("order-a", "next-a")(ctx, tx); err != nil {
+					return err
+				}
+				return boom
+			})
+			got <- seen{ok, err, mustGet(t, q, "a"), f.orders()}
+			return err
+		})
+	s := waitFor(t, got, "the handler's FinishTx")
+	if s.ok || !errors.Is(s.err, boom) {
+		t.Fatalf("FinishTx %v, %v; want false and fn's error", s.ok, s.err)
+	}
+	if s.row.Status != leaseq.StatusLeased || s.row.Token != 1 || s.byFn != "" {
+		t.Fatalf("after fn's error: row %s, orders %q; want still leased, nothing written", fmtState(s.row), s.byFn)
+	}
+	if o := waitFor(t, outcomes, "the outcome"); o.Result != leaseq.OutcomeReleased || !errors.Is(o.Err, boom) {
+		t.Fatalf("outcome %q (%v), want released with fn's error", o.Result, o.Err)
+	}
+	if _, err := q.Get(context.Background(), "next-a"); !errors.Is(err, leaseq.ErrNotFound) {
+		t.Fatalf("next-a: %v; want ErrNotFound: enqueued by a failed fn", err)
+	}
+}
+
+func testFinishTxInCycleRefused(t *testing.T, eng testEngine) {
+	q := openQueue(t, eng, eng.fresh(t))
+	f := &fixture{t: t, ctx: context.Background(), e: eng, db: q.DB(), q: q}
+	f.createOrders()
+	mustEnqueue(t, q, leaseq.Job{ID: "a"})
+	const lease = 300 * time.Millisecond
+	type seen struct {
+		token int64
+		ok    bool
+		err   error
+	}
+	got := make(chan seen, 2)
+	_, logger := newLogSink() // the lost lease is logged; not looked at here
+	runWork(t, q, leaseq.WorkerOptions{Owner: "w", Lease: lease, Heartbeat: lease / 3, Logger: logger},
+		func(ctx context.Context, c leaseq.Claim) error {
+			ok, err := q.FinishTx(context.WithoutCancel(ctx), c, func(ctx context.Context, tx leaseq.Tx) error {
+				if err := f.placeOrder(fmt.Sprintf("order-%d", c.Token), "")(ctx, tx); err != nil {
+					return err
+				}
+				if c.Token == 1 {
+					// The row is held (PostgreSQL) or the write lock
+					// (SQLite), so no heartbeat renews the lease meanwhile:
+					// it ends while fn runs.
+					time.Sleep(2 * lease)
+				}
+				return nil
+			})
+			got <- seen{c.Token, ok, err}
+			if !ok && err == nil {
+				return leaseq.ErrLeaseLost
+			}
+			return err
+		})
+	if s := waitFor(t, got, "the first claim's FinishTx"); s.token != 1 || s.ok || s.err != nil {
+		t.Fatalf("token %d: FinishTx %v, %v; want refused (false, nil) after fn", s.token, s.ok, s.err)
+	}
+	if s := waitFor(t, got, "the second claim's FinishTx"); s.token != 2 || !s.ok || s.err != nil {
+		t.Fatalf("token %d: FinishTx %v, %v; want accepted", s.token, s.ok, s.err)
+	}
+	if got := f.orders(); got != "order-2" {
+		t.Fatalf("orders %q, want order-2 alone: the refused fn's row rolled back", got)
+	}
+	if s := mustGet(t, q, "a"); s.Status != leaseq.StatusDone || s.Token != 2 {
+		t.Fatalf("a %s, want done by its second claim", fmtState(s))
+	}
+}

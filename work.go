@@ -230,13 +230,23 @@ type pool struct {
 	stop     context.CancelCauseFunc
 	records  sync.WaitGroup // the handlers' goroutines, until they reported
 	held     heldLeases     // the running claims (work_listen.go)
-	// returns gets each handler's result as it returns.
+	// returns gets each handler's result as it returns; txIn each FinishTx
+	// of a claim the pool runs (work_tx.go). gone is closed when the loop
+	// ended.
 	returns chan returned
+	txIn    chan *txCall
+	gone    chan struct{}
+	// sem holds a token for each handler running: at most Concurrency,
+	// also while the job claimed for the slot of a handler that settled
+	// its own with FinishTx waits for that handler to return.
+	sem chan struct{}
 
 	// The loop's own state, touched by run's goroutine only.
 	running  map[*slot]struct{} // handlers started and not yet returned
 	ends     leaseEnds          // their lease ends, earliest first
 	pending  []returned         // results not yet in a cycle
+	txs      []*txCall          // FinishTx calls not yet in a cycle
+	nSettled int                // running slots whose FinishTx a cycle accepted
 	cycling  bool               // a cycle is in flight
 	beating  bool               // a heartbeat is in flight
 	settling int                // results being settled alone (Cycle.Alone)
@@ -249,7 +259,10 @@ type slot struct {
 	hold  *hold // FinishTx's view of the claim (work_tx.go)
 	r     *run
 	began time.Time
-	idx   int // in the pool's leaseEnds; -1 once out of it: returned, or its lease lost
+	idx   int // in the pool's leaseEnds; -1 once out of it: returned, its lease lost, or settled
+	// settled: a cycle accepted the handler's FinishTx; its slot is free
+	// for the next claim. The loop's.
+	settled bool
 	// told gets what became of the handler's result, once.
 	told chan told
 }
@@ -276,7 +289,8 @@ func newPool(ctx context.Context, q *Queue, opts WorkerOptions, h Handler) *pool
 	unhook := context.AfterFunc(ctx, func() { time.AfterFunc(opts.DrainTimeout, cut) })
 	return &pool{q: q, opts: opts, h: h, log: opts.Logger, bg: bg, claims: claims, handlers: handlers, stop: stop,
 		release: func() { unhook(); cut() },
-		returns: make(chan returned, min(opts.Concurrency, 256)), running: make(map[*slot]struct{})}
+		returns: make(chan returned, min(opts.Concurrency, 256)), txIn: make(chan *txCall, min(opts.Concurrency, 256)),
+		gone: make(chan struct{}), sem: make(chan struct{}, opts.Concurrency), running: make(map[*slot]struct{})}
 }
 
 // run is the pool's loop: until ctx ends it claims into free slots; then
@@ -287,6 +301,7 @@ func newPool(ctx context.Context, q *Queue, opts WorkerOptions, h Handler) *pool
 // nothing more is written.
 func (p *pool) run(ctx context.Context) error {
 	l := newLoop(p, ctx)
+	defer close(p.gone)
 	defer l.stopTimers()
 	for l.claiming {
 		p.await(l)
@@ -321,22 +336,39 @@ func (p *pool) call(ctx context.Context, c Claim) (err error) {
 // told it what became of it, the run's outcome (rule 51).
 func (p *pool) start(c Claim) {
 	ctx, lost := context.WithCancelCause(p.handlers)
-	j := &slot{c: c, lost: lost, hold: p.q.holds.add(c), r: p.started(c), began: time.Now(), told: make(chan told, 1)}
+	j := &slot{c: c, lost: lost, r: p.started(c), told: make(chan told, 1)}
+	j.hold = p.q.holds.add(c, p, j)
 	p.running[j] = struct{}{}
 	p.ends.add(j)
-	untrack := p.track(c, lost)
+	untrack := p.track(c, lost, j.hold)
 	p.records.Add(1)
 	go func() {
 		defer p.records.Done()
 		defer lost(nil)
-		err := p.call(j.r.context(ctx), c)
+		err := p.runSlot(ctx, j, c)
 		untrack()
-		j.r.o.Run = time.Since(j.began)
 		p.returns <- returned{j: j, err: err, cause: context.Cause(ctx)}
 		t := <-j.told
 		p.q.holds.drop(c)
 		p.report(j.r, t.c, err, t.result)
 	}()
+}
+
+// runSlot runs j's handler on c once it has a slot (sem), which it gives back
+// when the handler returned. A claim whose context ended while it waited
+// (its lease lost, the drain time over) is not run: its context's cause is
+// its result.
+func (p *pool) runSlot(ctx context.Context, j *slot, c Claim) error {
+	select {
+	case p.sem <- struct{}{}:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	defer func() { <-p.sem }()
+	j.began = time.Now()
+	err := p.call(j.r.context(ctx), c) // call recovers a panic
+	j.r.o.Run = time.Since(j.began)
+	return err
 }
 
 // fatal is the error that ends Work, if err is one: the Queue or its

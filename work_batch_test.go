@@ -237,15 +237,25 @@ func TestWorkLeaseEndAtLeaseUntil(t *testing.T) {
 // TestWorkCycleOneCommit: a pool of one handler over 40 jobs commits once
 // per cycle, the result and the next claim together: 41 write transactions
 // (the first claim, then one per result), where a pool that recorded its
-// results and its claims apart would make 80. Counted on SQLite by the
-// file's change counter, on PostgreSQL by the transaction IDs the server
-// assigned (a NOTIFY takes one too).
-func TestWorkCycleOneCommit(t *testing.T) { forEnginesInTurn(t, testWorkCycleOneCommit) }
+// results and its claims apart would make 80. A handler that records its
+// job with FinishTx (rule 46) writes its row in the same cycle: 41 as well,
+// where a FinishTx of its own beside the pool's claim would make 81.
+// Counted on SQLite by the file's change counter, on PostgreSQL by the
+// transaction IDs the server assigned (a NOTIFY takes one too).
+func TestWorkCycleOneCommit(t *testing.T) {
+	forEnginesInTurn(t, func(t *testing.T, eng testEngine) {
+		t.Run("nil", func(t *testing.T) { testWorkCycleOneCommit(t, eng, false) })
+		t.Run("FinishTx", func(t *testing.T) { testWorkCycleOneCommit(t, eng, true) })
+	})
+}
 
-func testWorkCycleOneCommit(t *testing.T, eng testEngine) {
+func testWorkCycleOneCommit(t *testing.T, eng testEngine, finishTx bool) {
 	const n = 40
 	path := eng.fresh(t)
 	q := openQueue(t, eng, path)
+	if _, err := q.DB().Exec(`CREATE TABLE effects (job TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
 	var jobs []leaseq.Job
 	for i := range n {
 		jobs = append(jobs, leaseq.Job{ID: fmt.Sprintf("j%02d", i)})
@@ -263,9 +273,21 @@ func testWorkCycleOneCommit(t *testing.T, eng testEngine) {
 		}
 		return x
 	}
+	handler := func(context.Context, leaseq.Claim) error { return nil }
+	if finishTx {
+		handler = func(ctx context.Context, c leaseq.Claim) error {
+			ok, err := q.FinishTx(ctx, c, func(ctx context.Context, tx leaseq.Tx) error {
+				_, err := tx.ExecContext(ctx, eng.rebind("INSERT INTO effects (job) VALUES (?1)"), c.ID)
+				return err
+			})
+			if err != nil || !ok {
+				return fmt.Errorf("FinishTx: %v, %v", ok, err)
+			}
+			return nil
+		}
+	}
 	before := writes()
-	w := runWork(t, q, leaseq.WorkerOptions{Owner: "w", Lease: time.Hour, Heartbeat: 30 * time.Minute},
-		func(context.Context, leaseq.Claim) error { return nil })
+	w := runWork(t, q, leaseq.WorkerOptions{Owner: "w", Lease: time.Hour, Heartbeat: 30 * time.Minute}, handler)
 	// Jobs are claimed in enqueue order, one at a time: the last one done
 	// is every one done. (Get only reads; Stats may fold PostgreSQL's
 	// counter rows, a write of its own.)
@@ -277,6 +299,10 @@ func testWorkCycleOneCommit(t *testing.T, eng testEngine) {
 	if err := w.stop(t); err != nil {
 		t.Fatal(err)
 	}
+	var effects int
+	if err := q.DB().QueryRow(`SELECT count(*) FROM effects`).Scan(&effects); err != nil || effects != n*btoi(finishTx) {
+		t.Fatalf("%d effect rows (%v), want %d", effects, err, n*btoi(finishTx))
+	}
 	// On PostgreSQL the EnqueueBatch's NOTIFY (rule 56), which its sender
 	// sends on a goroutine of its own, may come inside the count: one more.
 	want, most := uint64(n+1), uint64(n+1)
@@ -286,4 +312,12 @@ func testWorkCycleOneCommit(t *testing.T, eng testEngine) {
 	if got < want || got > most {
 		t.Fatalf("%d write transactions for %d jobs through one slot, want %d (at most %d): one per cycle", got, n, want, most)
 	}
+}
+
+// btoi is 1 for true, 0 for false.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -62,7 +62,8 @@ func (l *loop) stopTimers() { l.sleep.Stop(); l.beat.Stop(); l.end.Stop() }
 // no result unrecorded, no write in flight.
 func (l *loop) over() bool {
 	p := l.p
-	return !l.claiming && len(p.running) == 0 && len(p.pending) == 0 && !p.cycling && !p.beating && p.settling == 0
+	return !l.claiming && len(p.running) == 0 && len(p.pending) == 0 && len(p.txs) == 0 && !p.cycling && !p.beating &&
+		p.settling == 0
 }
 
 // next starts a cycle if there is something for one to do.
@@ -71,38 +72,44 @@ func (l *loop) next() {
 	if p.cycling || l.retry != nil {
 		return
 	}
+	work := len(p.pending) > 0 || len(p.txs) > 0
 	free := 0
-	if l.claiming && (!l.idle || len(p.pending) > 0) {
-		free = p.opts.Concurrency - len(p.running)
+	if l.claiming && (!l.idle || work) {
+		free = p.free()
 	}
-	if len(p.pending) == 0 && free == 0 {
+	if !work && free == 0 {
 		return
 	}
-	if len(p.pending) > 0 {
+	if work {
 		p.gather(l)
 		if free > 0 { // the slots the gathered results freed too
-			free = p.opts.Concurrency - len(p.running)
+			free = p.free()
 		}
 	}
-	l.cycle(p.pending, free)
-	p.pending = nil
+	l.cycle(p.pending, p.txs, free)
+	p.pending, p.txs = nil, nil
 }
+
+// free is how many slots a claim may fill now: those of no running
+// handler, and those of the handlers that settled their job with FinishTx
+// (their next job waits for them to return: pool.sem).
+func (p *pool) free() int { return p.opts.Concurrency - len(p.running) + p.nSettled }
 
 // gatherYields bounds how often the loop yields while it gathers a cycle:
 // a few microseconds each, nothing next to a commit.
 const gatherYields = 32
 
 // gather lets the handlers that are about to return hand in their results
-// before a cycle takes the ones that came: it yields until every running
-// handler has returned (handlers started together by one cycle are likely
-// to return together), or gatherYields yields passed. A cycle taken at the
+// (or their FinishTx calls) before a cycle takes the ones that came: it
+// yields until every running handler has handed in (handlers started
+// together by one cycle are likely to return together), or gatherYields
+// yields passed. A cycle taken at the
 // first result would split one cycle's worth of results into two commits,
 // and then every later one too (measured: 10.8 results per cycle of 16
 // slots when it waited only for as many as the last cycle took, 15.8 now).
 func (p *pool) gather(l *loop) {
-	want := len(p.pending) + len(p.running)
 	for range gatherYields {
-		if len(p.pending) >= want {
+		if len(p.txs) >= len(p.running)-p.nSettled { // the rest returned: in pending
 			return
 		}
 		runtime.Gosched()
@@ -110,6 +117,8 @@ func (p *pool) gather(l *loop) {
 			select {
 			case r := <-p.returns:
 				p.returned(l, r)
+			case c := <-p.txIn:
+				p.txCalled(l, c)
 			default:
 				more = false
 			}
@@ -138,6 +147,8 @@ func (p *pool) await(l *loop) {
 		l.die(ErrClosed)
 	case r := <-p.returns:
 		p.returned(l, r)
+	case c := <-p.txIn:
+		p.txCalled(l, c)
 	case a := <-l.cycles:
 		l.answered(a)
 	case a := <-l.beats:
@@ -187,7 +198,10 @@ func (l *loop) die(err error) {
 	for _, r := range l.p.pending {
 		l.p.unrecorded(r, err)
 	}
-	l.p.pending = nil
+	for _, c := range l.p.txs {
+		c.answer <- txAnswer{err: err}
+	}
+	l.p.pending, l.p.txs = nil, nil
 }
 
 // returned takes in a handler's result: into the next cycle, unless the
@@ -195,6 +209,9 @@ func (l *loop) die(err error) {
 func (p *pool) returned(l *loop, r returned) {
 	delete(p.running, r.j)
 	p.ends.remove(r.j)
+	if r.j.settled {
+		p.nSettled--
+	}
 	c := r.j.c
 	switch result, ok := p.settledByHandler(c, r.err, r.j.began); {
 	case ok:
@@ -241,6 +258,7 @@ func (p *pool) outcome(c Claim, err, cause error) resultWrite {
 
 // cycleAnswer is what one cycle did.
 type cycleAnswer struct {
+	txs     []*txCall
 	results []returned
 	max     int // the claim it asked for
 	cy      engine.Cycle
@@ -248,42 +266,61 @@ type cycleAnswer struct {
 	idleFor time.Duration // when it claimed fewer than max: how long to sleep
 }
 
-// cycle runs one cycle on a goroutine of its own: results, then a claim of
-// up to max jobs. One that records results runs on bg, bounded by the
-// latest of their lease ends (a result that comes after its lease ended
-// must still meet the fence, which refuses it, not a timeout) and at least
-// recordTimeout; one that only claims, on the pool's claims context.
-func (l *loop) cycle(results []returned, max int) {
+// cycle runs one cycle on a goroutine of its own: the FinishTx calls whose
+// callers are still there, the results, then a claim of up to max jobs, and
+// one more for each FinishTx accepted while the pool claims. One that
+// records results runs on bg, bounded by the latest of their lease ends (a
+// result that comes after its lease ended must still meet the fence, which
+// refuses it, not a timeout) and at least recordTimeout; one that only
+// claims, on the pool's claims context.
+func (l *loop) cycle(results []returned, txs []*txCall, max int) {
 	p := l.p
 	p.cycling = true
-	params := engine.JobCycleParams{Queue: p.q.ref(), Owner: p.opts.Owner, Lease: p.opts.Lease.Milliseconds(), Max: max}
-	for _, r := range results {
-		params.Results = append(params.Results, r.w.f)
+	params := engine.JobCycleParams{Queue: p.q.ref(), Owner: p.opts.Owner, Lease: p.opts.Lease.Milliseconds(), Max: max,
+		Refill: l.claiming}
+	var calls []*txCall
+	slots := make([]*slot, 0, len(results)+len(txs))
+	for _, c := range txs {
+		if c.take() {
+			calls, params.Txs, slots = append(calls, c), append(params.Txs, c.t), append(slots, c.j)
+		}
 	}
-	bound := p.recordBound(results)
+	for _, r := range results {
+		params.Results, slots = append(params.Results, r.w.f), append(slots, r.j)
+	}
+	bound := p.recordBound(slots)
 	go func() {
 		ctx, cancel := p.claims, context.CancelFunc(func() {})
-		if len(results) > 0 {
+		if len(slots) > 0 {
 			ctx, cancel = context.WithTimeout(p.bg, bound)
 		}
 		defer cancel()
 		cy, err := p.q.e.JobCycle(ctx, params)
-		a := cycleAnswer{results: results, max: max, cy: cy, err: err}
-		if err == nil && max > 0 && len(cy.Claims) < max {
+		a := cycleAnswer{txs: calls, results: results, max: params.ClaimMax(cy.Txs), cy: cy, err: err}
+		if err == nil && a.max > 0 && len(cy.Claims) < a.max {
 			a.idleFor = p.idleFor(ctx)
 		}
 		l.cycles <- a
 	}()
 }
 
-// recordBound is how long a write of results may take: until the latest of
-// their lease ends, at least recordTimeout.
-func (p *pool) recordBound(results []returned) time.Duration {
+// recordBound is how long a write of the results of slots may take: until
+// the latest of their lease ends, at least recordTimeout.
+func (p *pool) recordBound(slots []*slot) time.Duration {
 	bound := recordTimeout
-	for _, r := range results {
-		bound = max(bound, p.untilLeaseEnd(r.j.c))
+	for _, j := range slots {
+		bound = max(bound, p.untilLeaseEnd(j.c))
 	}
 	return bound
+}
+
+// slotsOf are the slots of results.
+func slotsOf(results []returned) []*slot {
+	slots := make([]*slot, len(results))
+	for i, r := range results {
+		slots[i] = r.j
+	}
+	return slots
 }
 
 // answered takes in a cycle's answer: it starts the claimed jobs (also
@@ -293,6 +330,7 @@ func (p *pool) recordBound(results []returned) time.Duration {
 func (l *loop) answered(a cycleAnswer) {
 	p := l.p
 	p.cycling = false
+	p.txsAnswered(a.txs, a.cy.Txs, a.err)
 	if l.fatal == nil {
 		for _, row := range a.cy.Claims {
 			p.start(p.q.claim(row))
@@ -419,7 +457,7 @@ func (p *pool) settleAlone(l *loop, results []returned) {
 	for i, r := range results {
 		fs[i] = r.w.f
 	}
-	bound := p.recordBound(results)
+	bound := p.recordBound(slotsOf(results))
 	go func() {
 		ctx, cancel := context.WithTimeout(p.bg, bound)
 		defer cancel()

@@ -38,18 +38,19 @@ type heldLeases struct {
 type heldLease struct {
 	c    Claim
 	lost context.CancelCauseFunc
+	hold *hold // its FinishTx's view: a job it finished is no loss
 }
 
 // track notes that c's handler runs, until the function it returns is
 // called.
-func (p *pool) track(c Claim, lost context.CancelCauseFunc) (untrack func()) {
+func (p *pool) track(c Claim, lost context.CancelCauseFunc, hold *hold) (untrack func()) {
 	h := &p.held
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.m == nil {
 		h.m = make(map[string]heldLease)
 	}
-	h.m[c.ID] = heldLease{c, lost}
+	h.m[c.ID] = heldLease{c, lost, hold}
 	return func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -109,7 +110,9 @@ func (held *heldLeases) check(p *pool) {
 	held.mu.Lock()
 	hs := make([]heldLease, 0, len(held.m))
 	for _, h := range held.m {
-		hs = append(hs, h)
+		if !h.hold.isDone() { // finished by its own FinishTx: not leased, and no loss
+			hs = append(hs, h)
+		}
 	}
 	held.mu.Unlock()
 	if len(hs) == 0 {

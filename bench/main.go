@@ -82,7 +82,9 @@
 //
 // The orders and pg-orders modes (orders.go) measure the service's own
 // transactions: InTx, FinishTx and EnqueueTx beside a pool of long
-// handlers. They are not in the default -modes either.
+// handlers; finishtx and pg-finishtx only their Work(16) with FinishTx
+// handlers against Work(16) with no-op ones. They are not in the default
+// -modes either.
 //
 // Usage:
 //
@@ -90,6 +92,7 @@
 //	         [-scale 1] [-journal MODE] [-dir DIR] [-cpuprofile FILE]
 //	go run . -modes pg-work,pg-enqueue,pg-batch,pg-claimers,pg-depth [-pg URL] ...
 //	go run . -modes orders,pg-orders [-orders-for 10s] ...
+//	go run . -modes finishtx,pg-finishtx ...
 package main
 
 import (
@@ -210,6 +213,10 @@ func main() {
 			ordersMode()
 		case "pg-orders":
 			pgOrdersMode()
+		case "finishtx":
+			finishTxMode()
+		case "pg-finishtx":
+			pgFinishTxMode()
 		default:
 			fatalf("unknown mode %q", m)
 		}

@@ -181,12 +181,13 @@ func slowPool(q *leaseq.Queue, warns *warnCounter) func() {
 
 // finishTxRate is workRateOn with handlers that each record one row with
 // FinishTx (insert, the engine's) and return nil.
-func finishTxRate(q *leaseq.Queue, insert string, g, k int) float64 {
+func finishTxRate(q *leaseq.Queue, insert string, g, k int) (rate float64, cpuPerJob time.Duration) {
 	ensureOrders(q)
 	fillLeaseq(q, k)
 	var done atomic.Int64
 	all := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
+	cpu0 := cpuTime()
 	start := time.Now()
 	returned := make(chan error, 1)
 	go func() {
@@ -208,7 +209,7 @@ func finishTxRate(q *leaseq.Queue, insert string, g, k int) float64 {
 	<-all
 	cancel()
 	check(<-returned)
-	return float64(k) / time.Since(start).Seconds()
+	return float64(k) / time.Since(start).Seconds(), (cpuTime() - cpu0) / time.Duration(k)
 }
 
 // enqueueTxWake commits k jobs one at a time with BeginTx + EnqueueTx +
@@ -269,19 +270,7 @@ func ordersOn(title string, mk func(what string) (*leaseq.Queue, func()), insert
 	fmt.Printf("  ratio InTx / Enqueue            %6.2f   (target >= 0.7)\n", in/en)
 	fmt.Printf("  ratio InTx / BeginTx+EnqueueTx  %6.2f   (target >= 10 on SQLite, >= 1 on PostgreSQL)\n", in/tx)
 
-	fmt.Printf("\n== %s: Work(16) over 20,000 jobs, no-op handler vs FinishTx writing one row\n", title)
-	var noop, ftx []float64
-	for r := 1; r <= *rounds; r++ {
-		q, done := mk("worknoop")
-		v, _ := workRateOn(q, 16, n(20000))
-		done()
-		q, done = mk("workfinishtx")
-		w := finishTxRate(q, insert, 16, n(20000))
-		done()
-		noop, ftx = append(noop, v), append(ftx, w)
-		fmt.Printf("round %d: no-op %.1f jobs/s, FinishTx %.1f jobs/s, ratio %.2f (target >= 0.7)\n", r, v, w, w/v)
-	}
-	fmt.Printf("medians: no-op %.1f, FinishTx %.1f jobs/s, ratio %.2f\n", median(noop), median(ftx), median(ftx)/median(noop))
+	finishTxOn(title, mk, insert)
 
 	q, done := mk("wakeenqueuetx")
 	p50, p99 := enqueueTxWake(q, n(200))
@@ -290,18 +279,53 @@ func ordersOn(title string, mk func(what string) (*leaseq.Queue, func()), insert
 		title, n(200), p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond))
 }
 
-func ordersMode() {
+// finishTxOn compares, side by side in each round, Work(16) with a no-op
+// handler and Work(16) whose handlers record their job with FinishTx
+// writing one row, on queues made by mk, with the CPU per job of each.
+func finishTxOn(title string, mk func(what string) (*leaseq.Queue, func()), insert string) {
+	fmt.Printf("\n== %s: Work(16) over 20,000 jobs, no-op handler vs FinishTx writing one row\n", title)
+	var noop, ftx, noopCPU, ftxCPU []float64
+	for r := 1; r <= *rounds; r++ {
+		q, done := mk("worknoop")
+		v, vc := workRateOn(q, 16, n(20000))
+		done()
+		q, done = mk("workfinishtx")
+		w, wc := finishTxRate(q, insert, 16, n(20000))
+		done()
+		noop, ftx = append(noop, v), append(ftx, w)
+		noopCPU, ftxCPU = append(noopCPU, us(vc)), append(ftxCPU, us(wc))
+		fmt.Printf("round %d: no-op %.1f jobs/s (%.1f µs CPU/job), FinishTx %.1f jobs/s (%.1f µs CPU/job), ratio %.2f (target >= 0.7)\n",
+			r, v, us(vc), w, us(wc), w/v)
+	}
+	fmt.Printf("medians: no-op %.1f, FinishTx %.1f jobs/s, ratio %.2f; CPU/job %.1f vs %.1f µs\n",
+		median(noop), median(ftx), median(ftx)/median(noop), median(noopCPU), median(ftxCPU))
+}
+
+// us is d in microseconds.
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// sqliteQueues makes the SQLite queues of the orders and finishtx modes.
+func sqliteQueues() func(what string) (*leaseq.Queue, func()) {
 	k := 0
-	ordersOn("orders (SQLite)", func(what string) (*leaseq.Queue, func()) {
+	return func(what string) (*leaseq.Queue, func()) {
 		k++
 		q := newLeaseq(fmt.Sprintf("%s-%d.db", what, k), "FULL", leaseq.Options{})
 		return q, func() { check(q.Close()); check(q.DB().Close()) }
-	}, `INSERT INTO orders (id, n) VALUES (?, ?)`)
+	}
 }
 
-func pgOrdersMode() {
-	ordersOn("pg-orders (PostgreSQL)", func(what string) (*leaseq.Queue, func()) {
-		q, _ := pgLeaseq(what, 80)
-		return q, func() { closeLeaseq(q) }
-	}, `INSERT INTO orders (id, n) VALUES ($1, $2)`)
+// pgQueues makes the PostgreSQL queues of the pg-orders and pg-finishtx modes.
+func pgQueues(what string) (*leaseq.Queue, func()) {
+	q, _ := pgLeaseq(what, 80)
+	return q, func() { closeLeaseq(q) }
 }
+
+const (
+	sqliteOrderInsert = `INSERT INTO orders (id, n) VALUES (?, ?)`
+	pgOrderInsert     = `INSERT INTO orders (id, n) VALUES ($1, $2)`
+)
+
+func ordersMode()     { ordersOn("orders (SQLite)", sqliteQueues(), sqliteOrderInsert) }
+func pgOrdersMode()   { ordersOn("pg-orders (PostgreSQL)", pgQueues, pgOrderInsert) }
+func finishTxMode()   { finishTxOn("finishtx (SQLite)", sqliteQueues(), sqliteOrderInsert) }
+func pgFinishTxMode() { finishTxOn("pg-finishtx (PostgreSQL)", pgQueues, pgOrderInsert) }

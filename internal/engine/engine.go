@@ -61,11 +61,12 @@ type Engine interface {
 	// JobSettle runs fenced calls, all in one transaction at one instant,
 	// and reports for each whether its fence matched.
 	JobSettle(ctx context.Context, p JobSettleParams) ([]Settled, error)
-	// JobCycle is one cycle of a worker pool (rule 48): the fenced results
-	// of the handlers that returned since the last one, each fenced on its
-	// own, then a claim of up to Max jobs for the slots they freed, in one
-	// transaction on SQLite and one statement on PostgreSQL. A result it
-	// did not judge (Cycle.Alone) the caller settles with JobSettle.
+	// JobCycle is one cycle of a worker pool (rule 48): the FinishTx calls
+	// of its handlers (Txs), the fenced results of the handlers that
+	// returned since the last one, each fenced on its own, then a claim of
+	// up to Max jobs for the slots they freed, in one transaction on SQLite
+	// and, without Txs, one statement on PostgreSQL. A result it did not
+	// judge (Cycle.Alone) the caller settles with JobSettle.
 	JobCycle(ctx context.Context, p JobCycleParams) (Cycle, error)
 	// JobOperate runs an operator's unfenced update of one job (Requeue,
 	// Cancel); when it matched no row, the row as it is says why.
@@ -301,22 +302,52 @@ type JobSettleParams struct {
 	Share Sharing
 }
 
-// JobCycleParams are JobCycle's: the results to record, then the claim of
-// up to Max jobs (none for 0) for Owner with a lease of Lease ms.
+// JobCycleParams are JobCycle's: the FinishTx calls of the pool's handlers
+// and the results to record, then the claim of up to Max jobs (none for 0)
+// for Owner with a lease of Lease ms.
 type JobCycleParams struct {
-	Queue   Queue
+	Queue Queue
+	// Txs are FinishTx calls of handlers the pool runs (rule 46), each
+	// run as TxRun runs one, inside the cycle's transaction.
+	Txs     []CycleTx
 	Results []Fenced
 	Owner   string
 	Lease   int64
 	Max     int
+	// Refill: each Tx accepted frees its handler's slot, so the claim asks
+	// for one more job for each (ClaimMax).
+	Refill bool
 }
 
-// Cycle is what a JobCycle did: the outcome of each result, by its index,
-// and the claims. Alone lists the results the cycle left unjudged, to be
+// CycleTx is a FinishTx a pool's cycle runs: Fn, with Finish fenced around
+// it, for the caller whose context is Ctx. The cycle looks at Ctx before Fn
+// and again after the Finish: a Ctx that ended by then is the call's
+// outcome (TxOutcome.Err), and nothing of it is written.
+type CycleTx struct {
+	Ctx    context.Context
+	Finish Fenced
+	Fn     TxFunc
+}
+
+// ClaimMax is how many jobs a cycle whose Txs had the outcomes txs claims:
+// Max, and one for each Tx accepted when it refills their slots.
+func (p JobCycleParams) ClaimMax(txs []TxOutcome) int {
+	n := p.Max
+	for _, o := range txs {
+		if p.Refill && o.Accepted() {
+			n++
+		}
+	}
+	return n
+}
+
+// Cycle is what a JobCycle did: the outcome of each Tx and of each result,
+// by its index, and the claims. Alone lists the results the cycle left unjudged, to be
 // settled on their own (PostgreSQL: a finish whose row another
 // transaction held, which the step skips rather than wait for, and every
 // result but a finish); their Settled is the zero one.
 type Cycle struct {
+	Txs     []TxOutcome // by the index of JobCycleParams.Txs
 	Settled []Settled
 	Claims  []ClaimRow
 	Alone   []int

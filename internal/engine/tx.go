@@ -35,7 +35,15 @@ type TxRunParams struct {
 type TxOutcome struct {
 	FnErr   error
 	Refused bool
+	// Err is a CycleTx's own error, when the rest of the cycle went on: its
+	// context ended, or (PostgreSQL on an injected clock, where each runs
+	// in a transaction of its own) its transaction failed. Nothing of it
+	// was written.
+	Err error
 }
+
+// Accepted reports whether the call committed: Fn and the Finish, if any.
+func (o TxOutcome) Accepted() bool { return o.FnErr == nil && !o.Refused && o.Err == nil }
 
 // Tx is the transaction a TxFunc gets: the statements of the service and
 // the queue's inserts, on the engine's transaction. Statements run on the

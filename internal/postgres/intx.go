@@ -45,16 +45,8 @@ func (e *Engine) fnTx(ctx, run context.Context, tx engine.Execer, p engine.TxRun
 			return engine.TxOutcome{Refused: true}, err
 		}
 	}
-	t := engine.NewTx(run, tx, e.db, insertSaved(p.Queue))
-	err := p.Fn(ctx, t)
-	_, closeErr := t.End()
-	switch {
-	case retryable(err):
-		return engine.TxOutcome{}, err
-	case err != nil:
-		return engine.TxOutcome{FnErr: err}, nil
-	case closeErr != nil:
-		return engine.TxOutcome{}, closeErr
+	if out, err := e.fnRun(ctx, run, tx, p.Queue, p.Fn); err != nil || out.FnErr != nil {
+		return out, err
 	}
 	if p.Finish != nil {
 		r, err := fencedTx(run, tx, p.Queue.Name, *p.Finish, instant(p.Queue, p.Queue.Clock.Now()))
@@ -63,18 +55,30 @@ func (e *Engine) fnTx(ctx, run context.Context, tx engine.Execer, p engine.TxRun
 	return engine.TxOutcome{}, nil
 }
 
+// fnRun runs fn on tx, whose statements run on run: fn's error is the
+// outcome, but a serialization failure or deadlock in it is the try's
+// error, for write to run it again.
+func (e *Engine) fnRun(ctx, run context.Context, tx engine.Execer, q engine.Queue, fn engine.TxFunc) (engine.TxOutcome, error) {
+	t := engine.NewTx(run, tx, e.db, insertSaved(q))
+	err := fn(ctx, t)
+	_, closeErr := t.End()
+	switch {
+	case retryable(err):
+		return engine.TxOutcome{}, err
+	case err != nil:
+		return engine.TxOutcome{FnErr: err}, nil
+	}
+	return engine.TxOutcome{}, closeErr
+}
+
 // fenceHolds locks f's row and reports whether f's fence matches it at the
-// clock read then (fence_check).
+// clock read then (fence_check, which reads the server's itself).
 func fenceHolds(ctx context.Context, tx engine.Execer, q engine.Queue, f engine.Fenced) (bool, error) {
 	if err := lockJobs(ctx, tx, q.Name, f.ID); err != nil {
 		return false, err
 	}
-	now, err := txNow(ctx, tx, q)
-	if err != nil {
-		return false, err
-	}
 	var until int64
-	err = tx.QueryRowContext(ctx, stmt("fence_check"), q.Name, f.ID, f.Owner, f.Token, now).Scan(&until)
+	err := tx.QueryRowContext(ctx, stmt("fence_check"), q.Name, f.ID, f.Owner, f.Token, q.Clock.Arg()).Scan(&until)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}

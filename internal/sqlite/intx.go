@@ -25,11 +25,11 @@ func (e *Engine) TxRun(ctx context.Context, p engine.TxRunParams) (engine.TxOutc
 }
 
 // fnTx is one try of TxRun in tx, whose statements run on run: the
-// savepoint, the fence checked (FinishTx), Fn, the Finish. Fn's error and
-// a refused fence roll back to the savepoint and are the call's outcome,
-// not the transaction's error, so that the other calls of a shared
-// transaction commit; an error of the savepoint's own statements, or a
-// busy Fn, fails the transaction.
+// savepoint, the fence checked (FinishTx), Fn, the Finish, and a look at
+// ctx. Fn's error, a refused fence and a ctx that ended roll back to the
+// savepoint and are the call's outcome, not the transaction's error, so
+// that the other calls of a shared transaction commit; an error of the
+// savepoint's own statements, or a busy Fn, fails the transaction.
 func (e *Engine) fnTx(ctx, run context.Context, tx engine.Execer, p engine.TxRunParams) (engine.TxOutcome, error) {
 	if _, err := tx.ExecContext(run, stmt("tx_savepoint")); err != nil {
 		return engine.TxOutcome{}, err
@@ -56,6 +56,9 @@ func (e *Engine) fnTx(ctx, run context.Context, tx engine.Execer, p engine.TxRun
 		if err != nil || !r.OK {
 			return undoFn(run, tx, engine.TxOutcome{Refused: true}, err)
 		}
+	}
+	if err := ctx.Err(); err != nil { // its caller left: nothing of it may commit
+		return undoFn(run, tx, engine.TxOutcome{Err: err}, nil)
 	}
 	_, err = tx.ExecContext(run, stmt("tx_savepoint_release"))
 	return engine.TxOutcome{}, err
