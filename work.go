@@ -354,16 +354,13 @@ func (p *pool) start(c Claim) {
 	}()
 }
 
-// runSlot runs j's handler on c once it has a slot (sem), which it gives back
-// when the handler returned. A claim whose context ended while it waited
-// (its lease lost, the drain time over) is not run: its context's cause is
-// its result.
+// runSlot runs j's handler on c once it has a slot (sem), which it gives
+// back when the handler returned. It waits for one only behind a handler
+// that settled its job with FinishTx and has not yet returned; a claim
+// whose context ended meanwhile is run all the same, as any claim is, and
+// its handler finds its context ended.
 func (p *pool) runSlot(ctx context.Context, j *slot, c Claim) error {
-	select {
-	case p.sem <- struct{}{}:
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+	p.sem <- struct{}{}
 	defer func() { <-p.sem }()
 	j.began = time.Now()
 	err := p.call(j.r.context(ctx), c) // call recovers a panic
