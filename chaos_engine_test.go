@@ -15,10 +15,10 @@ import (
 
 // chaosEngine is what the chaos test does differently on each engine
 // (rule 42 in docs/rules.md): where the database is and how a
-// process opens it, the audit's triggers, the integrity check, and the
-// parent's chaos beyond kills and pauses — long reads that hold SQLite's
-// file lock, or crash restarts of the PostgreSQL server. Everything else,
-// the checker above all, is the same on both.
+// process opens it, its placeholders, the audit's triggers, the integrity
+// check, and the parent's chaos beyond kills and pauses — long reads that
+// hold SQLite's file lock, or crash restarts of the PostgreSQL server.
+// Everything else, the checker above all, is the same on both.
 type chaosEngine struct {
 	name string
 	// fresh is where a new, empty database is: a file in dir, or a URL.
@@ -26,6 +26,8 @@ type chaosEngine struct {
 	fresh func(t *testing.T, dir string) string
 	// open opens the database at where as a chaos process does.
 	open func(where string) (*sql.DB, error)
+	// rebind turns a query's ?1, ?2 … placeholders into the engine's.
+	rebind func(query string) string
 	// audit installs chaos_audit and its triggers (see chaosAuditSQL).
 	audit []string
 	// integrity is "" if the engine's own check finds the queue's tables
@@ -44,6 +46,7 @@ var chaosEngines = []chaosEngine{
 		name:      "sqlite",
 		fresh:     func(_ *testing.T, dir string) string { return filepath.Join(dir, "chaos.db") },
 		open:      openBusy,
+		rebind:    sqliteEngine.rebind,
 		audit:     chaosAuditSQL,
 		integrity: sqliteIntegrity,
 		holds:     true,
@@ -52,6 +55,7 @@ var chaosEngines = []chaosEngine{
 		name:      "postgres",
 		fresh:     func(t *testing.T, _ string) string { return pgtest.URL(t) },
 		open:      func(url string) (*sql.DB, error) { return sql.Open("pgx", url) },
+		rebind:    postgresEngine.rebind,
 		audit:     chaosAuditPostgresSQL,
 		integrity: postgresIntegrity,
 		restart:   pgtest.Restart,

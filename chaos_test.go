@@ -31,10 +31,10 @@ import (
 // them under the same names, stops whole processes for a few leases with
 // SIGSTOP (as a long GC pause or an overloaded host would), and afterwards
 // checks the history they wrote against the final rows, an audit of every
-// committed change, and what the receiver got. It runs on each engine (see
-// chaosEngine): on SQLite the parent also holds long reads on the file, on
-// PostgreSQL it also crash-restarts the server mid-run, which cuts every
-// connection.
+// committed change, what the receiver got and the effects table. It runs
+// on each engine (see chaosEngine): on SQLite the parent also holds long
+// reads on the file, on PostgreSQL it also crash-restarts the server
+// mid-run, which cuts every connection.
 //
 // Two kinds of workers share the jobs. A loop worker makes every call
 // itself — claim, deliver and then finish, release with a delay (the
@@ -42,12 +42,17 @@ import (
 // lease while a slow delivery runs — and logs each call's result. A pool
 // worker runs Queue.Work with heartbeats on; its handlers deliver, some
 // slowly (watching their context), some stalled in a call that ignores it,
-// and return nil, an error, RetryAfter, Permanent or panic; the parent also
-// shuts pools down gracefully (SIGTERM) and restarts them. The loop worker
-// keeps the public calls and the checker's reasoning about calls a kill left
-// unlogged in play; the pools are what a service runs. The operator
-// cancels pending and leased jobs, purges done and quarantined jobs older
-// than a moment, and enqueues some purged IDs again.
+// and return nil, an error, RetryAfter, Permanent or panic — or, a third of
+// them, record the delivery with FinishTx: an effects row of the job, the
+// token and the owner, written in the transaction of the job's fenced
+// finish (rule 46 in docs/rules.md), some stalled inside it past the lease;
+// the checker then finds each effect exactly once, of the claim that
+// finished its job. The parent also shuts pools down gracefully (SIGTERM)
+// and restarts them. The loop worker keeps the public calls and the
+// checker's reasoning about calls a kill left unlogged in play; the pools
+// are what a service runs. The operator cancels pending and leased jobs,
+// purges done and quarantined jobs older than a moment, and enqueues some
+// purged IDs again.
 const (
 	// chaosLoopWorkers loop workers and chaosPools pools of
 	// chaosPoolConcurrency handlers each.
@@ -75,6 +80,15 @@ const (
 	chaosEnqueueEvery = 30 * time.Millisecond
 	// chaosBacklog jobs are enqueued before the workers start.
 	chaosBacklog = 100
+	// chaosFinishTxPercent of a pool's handlers record their delivery with
+	// FinishTx; chaosStallFnPercent of those that would be quick stall
+	// inside its function instead, for about a lease without a heartbeat
+	// (on SQLite the function holds every writer of the file; on
+	// PostgreSQL the job's row), so that the finish after the function is
+	// often refused. chaosFinishTxTimeout bounds one FinishTx.
+	chaosFinishTxPercent = 33
+	chaosStallFnPercent  = 10
+	chaosFinishTxTimeout = 10 * time.Second
 	// chaosStallPercent of a loop worker's deliveries stall for about a
 	// lease without renewing it, so that their results are often refused
 	// and another worker takes the job.
@@ -167,14 +181,21 @@ const (
 //   - start, exit: as above; exit once Work returned nil.
 //   - run: a handler started on the claim Job/Token (Attempt, LeaseUntil,
 //     Deadline as the handler got them); Plan is the result it means to
-//     return (finish, error, retry, permanent, panic), Style how it works
-//     (quick, slow: watching its context; stall: in a call that ignores it).
+//     return (finish, error, retry, permanent, panic; finishtx: it records
+//     its delivery with FinishTx), Style how it works (quick, slow: watching
+//     its context; stall: in a call that ignores it; stall in fn: quick,
+//     then stalled inside FinishTx's function after its write).
 //   - ctxend: the handler's watcher saw its context end, with Cause.
 //   - deliver: as above, the plan being the call its result asks for.
+//   - finishtx: the handler's FinishTx of Job/Token, called at T0, returned
+//     at T1: OK if it finished the job; FnRuns is how often its function
+//     ran (0 when the fence refused before it); Fault if it failed with an
+//     error, after which it may have committed or not.
 //   - return: the handler is returning: Plan is what (finish for nil,
-//     error, retry, permanent, panic, or "gave up" when it stopped because
-//     its context ended), Reason the error's text, Delay RetryAfter's; Cause
-//     the context's cause if it had ended by then ("" if still live).
+//     error, retry, permanent, panic, "gave up" when it stopped because its
+//     context ended, lost for ErrLeaseLost after its FinishTx was refused),
+//     Reason the error's text, Delay RetryAfter's; Cause the context's
+//     cause if it had ended by then ("" if still live).
 //   - log: a record Work logged: Msg, Level, and its Job, Token, Outcome,
 //     Err; Stack says a stack was attached; T1 is the record's time.
 //   - gap: the observer goroutine read the clock at T0 and next at T1,
@@ -230,6 +251,7 @@ type histEvent struct {
 	Outcome     string          `json:"outcome,omitempty"`
 	Stack       bool            `json:"stack,omitempty"`
 	Fault       string          `json:"fault,omitempty"`
+	FnRuns      int             `json:"fn_runs,omitempty"`
 	// Raced marks an enqueue refused while a purge of its ID ran
 	// (racePurge): no generation, and no fault.
 	Raced bool `json:"raced,omitempty"`
@@ -280,13 +302,14 @@ func (c *recordingClock) lastMS() int64 {
 // operator share: a queue on the test's database with a recording clock,
 // and the history file.
 type chaosProc struct {
-	t     *testing.T
-	ctx   context.Context
-	name  string
-	q     *leaseq.Queue
-	clock *recordingClock
-	hist  *os.File
-	stop  string
+	t      *testing.T
+	ctx    context.Context
+	name   string
+	engine chaosEngine
+	q      *leaseq.Queue
+	clock  *recordingClock
+	hist   *os.File
+	stop   string
 }
 
 func chaosEnv(k string) string { return os.Getenv("LEASEQ_CHAOS_" + k) }
@@ -294,11 +317,11 @@ func chaosEnv(k string) string { return os.Getenv("LEASEQ_CHAOS_" + k) }
 func newChaosProc(t *testing.T) *chaosProc {
 	p := &chaosProc{t: t, ctx: context.Background(), name: chaosEnv("OWNER"), clock: &recordingClock{},
 		stop: chaosEnv("STOP")}
-	e, err := chaosEngineNamed(chaosEnv("ENGINE"))
-	if err != nil {
+	var err error
+	if p.engine, err = chaosEngineNamed(chaosEnv("ENGINE")); err != nil {
 		t.Fatal(err)
 	}
-	db, err := e.open(chaosEnv("DB"))
+	db, err := p.engine.open(chaosEnv("DB"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -662,9 +685,12 @@ func (w *chaosPool) observe() func() {
 
 // workPlan is what one handler does.
 type workPlan struct {
-	style  string        // quick; slow: works for span watching its context; stall: in a call that ignores it for span
-	span   time.Duration // one to three leases
-	result string        // finish, error, retry, permanent, panic
+	// style: quick; slow: works for span watching its context; stall: in a
+	// call that ignores it for span; stall in fn: quick, then stalls for
+	// span inside FinishTx's function.
+	style  string
+	span   time.Duration // one to three leases; a stall in fn's, about one lease
+	result string        // finish, error, retry, permanent, panic, finishtx
 	delay  time.Duration // retry's
 }
 
@@ -676,6 +702,9 @@ func newWorkPlan() workPlan {
 	case r < 35:
 		p.style = "stall"
 	}
+	if rand.IntN(100) < chaosFinishTxPercent {
+		return finishTxPlan(p)
+	}
 	switch r := rand.IntN(100); {
 	case r < 9:
 		p.result = "error"
@@ -685,6 +714,22 @@ func newWorkPlan() workPlan {
 		p.result = "permanent"
 	case r < 24:
 		p.result = "panic"
+	}
+	return p
+}
+
+// finishTxPlan makes p a plan that records its delivery with FinishTx.
+// Some quick ones stall inside its function after their write, from just
+// inside a lease to a little past it: the heartbeat waits for the function
+// meanwhile (the process's writer on SQLite, the job's row on PostgreSQL),
+// so the fence judged after the function refuses when the stall outlasts
+// what was left of the lease. No longer: on SQLite every writer of the
+// file waits for it.
+func finishTxPlan(p workPlan) workPlan {
+	p.result = "finishtx"
+	if p.style == "quick" && rand.IntN(100) < chaosStallFnPercent {
+		p.style = "stall in fn"
+		p.span = chaosLease - 30*time.Millisecond + time.Duration(rand.IntN(80))*time.Millisecond
 	}
 	return p
 }
@@ -701,7 +746,7 @@ type workResult struct {
 // the receiver is told to expect.
 func receiverPlan(result string) string {
 	switch result {
-	case "finish":
+	case "finish", "finishtx":
 		return "finish"
 	case "permanent":
 		return "fail"
@@ -731,6 +776,8 @@ func (w *chaosPool) handle(ctx context.Context, c leaseq.Claim) error {
 	switch res.kind {
 	case "finish":
 		return nil
+	case "lost":
+		return leaseq.ErrLeaseLost
 	case "retry":
 		return leaseq.RetryAfter(res.delay, errors.New(res.text))
 	case "permanent":
@@ -798,6 +845,48 @@ func (w *chaosPool) work(ctx context.Context, c leaseq.Claim, p workPlan) workRe
 		return workResult{kind: "permanent", text: chaosFailReason(c.ID, c.Token)}
 	case "panic":
 		return workResult{kind: "panic", text: fmt.Sprintf("panic: chaos panic in %s token %d", c.ID, c.Token)}
+	case "finishtx":
+		return w.finishTx(ctx, c, p)
+	}
+	return workResult{kind: "finish"}
+}
+
+// chaosEffectsSQL is the effects table: the rows FinishTx handlers write
+// with their finish. It has no key, so that a second effect of one claim
+// shows in it for the checker to find, rather than failing the write.
+const chaosEffectsSQL = `CREATE TABLE effects (job TEXT NOT NULL, token BIGINT NOT NULL, owner TEXT NOT NULL)`
+
+// finishTx records the delivery of c as an effect row in the transaction
+// of its fenced finish (rule 46 in docs/rules.md), stalling inside the
+// function if the plan says so, and logs what FinishTx answered. It runs
+// on the handler's context without its end: a handler whose lease was lost
+// must hear it from the fence, which is what is under test, not from an
+// ended context. It returns finish (nil) only if FinishTx finished the job,
+// lost (ErrLeaseLost) if the fence refused, and an error if the call
+// failed.
+func (w *chaosPool) finishTx(ctx context.Context, c leaseq.Claim, p workPlan) workResult {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), chaosFinishTxTimeout)
+	defer cancel()
+	e := histEvent{Ev: "finishtx", Job: c.ID, Owner: c.Owner, Token: c.Token, instant: instant{T0: time.Now().UnixMilli()}}
+	insert := w.engine.rebind(`INSERT INTO effects (job, token, owner) VALUES (?1, ?2, ?3)`)
+	ok, err := w.q.FinishTx(fctx, c, func(ctx context.Context, tx leaseq.Tx) error {
+		e.FnRuns++
+		_, err := tx.ExecContext(ctx, insert, c.ID, c.Token, c.Owner)
+		if p.style == "stall in fn" {
+			time.Sleep(p.span)
+		}
+		return err
+	})
+	e.T1, e.OK = time.Now().UnixMilli(), ok
+	if err != nil {
+		e.Fault = err.Error()
+	}
+	w.write(e)
+	switch {
+	case err != nil:
+		return workResult{kind: "error", text: fmt.Sprintf("recording %s token %d failed: %v", c.ID, c.Token, err)}
+	case !ok:
+		return workResult{kind: "lost", text: leaseq.ErrLeaseLost.Error()}
 	}
 	return workResult{kind: "finish"}
 }
@@ -1214,8 +1303,10 @@ type chaos struct {
 	holding sync.WaitGroup
 	// counted is the count of open jobs under way, if any; see openJobs.
 	counted chan statsResult
-	// audit is every committed change of a job, read after the run.
-	audit []auditRow
+	// audit is every committed change of a job, read after the run;
+	// effects every row of the effects table.
+	audit   []auditRow
+	effects []effectRow
 }
 
 // stopFile is the file whose existence asks the processes of role to stop.
@@ -1508,8 +1599,9 @@ func chaosDuration(t *testing.T) (time.Duration, bool) {
 
 // TestChaos is kill -9 chaos: loop workers and Work pools claim, deliver
 // and then finish, release or fail jobs on one database with short leases
-// on the real clock, renewing the lease while slow deliveries run; some
-// deliveries stall past the lease; an operator process cancels, purges and
+// on the real clock, renewing the lease while slow deliveries run, some
+// pool handlers recording their delivery with FinishTx; some deliveries
+// stall past the lease; an operator process cancels, purges and
 // enqueues purged IDs again; and all of them are SIGKILLed at random
 // moments and restarted under the same names, stopped for a few leases
 // with SIGSTOP, and pools are shut down gracefully and restarted. On
@@ -1517,9 +1609,10 @@ func chaosDuration(t *testing.T) (time.Duration, bool) {
 // process goes on through the errors. When the jobs have stopped arriving
 // the operator is stopped (jobs it enqueued again would keep the queue from
 // draining), and when the queue has drained, checkHistory verifies the
-// histories against the final rows, the audit and the receiver (see there
-// for what is asserted). It runs once per engine, as the subtests sqlite
-// and postgres (rule 42 in docs/rules.md).
+// histories against the final rows, the audit, the receiver and the
+// effects FinishTx handlers wrote (see there for what is asserted). It runs
+// once per engine, as the subtests sqlite and postgres (rule 42 in
+// docs/rules.md).
 func TestChaos(t *testing.T) {
 	for _, e := range chaosEngines {
 		t.Run(e.name, func(t *testing.T) { runChaos(t, e) })
@@ -1545,6 +1638,9 @@ func runChaos(t *testing.T, e chaosEngine) {
 		t.Fatal(err)
 	}
 	installChaosAudit(t, db, e)
+	if _, err := db.Exec(chaosEffectsSQL); err != nil {
+		t.Fatal(err)
+	}
 	if e.holds {
 		if c.reader, err = e.open(c.where); err != nil {
 			t.Fatal(err)
@@ -1596,6 +1692,7 @@ func runChaos(t *testing.T, e chaosEngine) {
 	c.stop("chaos-pool")
 	elapsed := time.Since(began)
 	c.audit = readChaosAudit(t, db, q.Name())
+	c.effects = readChaosEffects(t, db)
 	c.report(checkHistory(t, q, c, jobs, rcv), elapsed)
 }
 
@@ -1819,6 +1916,35 @@ func readChaosAudit(t *testing.T, db *sql.DB, queue string) []auditRow {
 		t.Fatalf("reading the audit: %v", err)
 	}
 	return audit
+}
+
+// effectRow is one row of the effects table: the delivery of Job that the
+// FinishTx of Token by Owner recorded.
+type effectRow struct {
+	Job, Owner string
+	Token      int64
+}
+
+// readChaosEffects reads the effects table.
+func readChaosEffects(t *testing.T, db *sql.DB) []effectRow {
+	t.Helper()
+	rows, err := db.Query(`SELECT job, token, owner FROM effects`)
+	if err != nil {
+		t.Fatalf("reading the effects: %v", err)
+	}
+	defer rows.Close()
+	var effects []effectRow
+	for rows.Next() {
+		var e effectRow
+		if err := rows.Scan(&e.Job, &e.Token, &e.Owner); err != nil {
+			t.Fatalf("reading the effects: %v", err)
+		}
+		effects = append(effects, e)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("reading the effects: %v", err)
+	}
+	return effects
 }
 
 func randDur(lo, hi time.Duration) time.Duration { return lo + rand.N(hi-lo) }

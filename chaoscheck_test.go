@@ -131,11 +131,29 @@ import (
 //     ErrShutdown once its pool's drain time was over;
 //   - no handler went on after its lease ended without its context having
 //     ended (checkContext).
+//
+// Effects (rule 46). A FinishTx handler writes an effects row (job, token,
+// owner) in the transaction of its job's fenced finish. An ID may have
+// several lives (purged, enqueued again), but its tokens go on rising
+// across them (rule 21), so an effect's (ID, token) names one claim:
+//   - every effect is of a claim whose finish committed (by the audit), by
+//     the effect's owner, and run by a FinishTx handler: no claim that was
+//     released, failed, cancelled, refused or taken over has one;
+//   - no claim has two effects, and every claim a FinishTx handler
+//     finished has its effect: each effect exactly once in the database;
+//   - a FinishTx that returned true had its claim's finish commit within
+//     the call, one refused had none; one that failed with an error (it
+//     must have overlapped a server restart) or was cut by a kill may have
+//     committed or not;
+//   - Work made no call of its own for a claim its handler's FinishTx
+//     finished, and that handler's context need not end at its lease end
+//     after that; a context may end late by the time a FinishTx of it was
+//     in flight at the lease end, which Work waits for (rule 48).
 func checkHistory(t *testing.T, q *leaseq.Queue, c *chaos, jobs []leaseq.Job, rcv *receiver) chaosReport {
 	t.Helper()
 	restarts := slices.SortedFunc(slices.Values(c.restarts), func(a, b interval) int { return cmp.Compare(a.from, b.from) })
 	k := &checker{t: t, all: c.all, jobs: map[string]*jobLog{}, restarts: restarts,
-		delivered: map[string]string{}, audit: c.audit, pools: map[*incarnation]*poolLog{}, runs: map[string]*workRun{},
+		delivered: map[string]string{}, audit: c.audit, effects: c.effects, pools: map[*incarnation]*poolLog{}, runs: map[string]*workRun{},
 		poolNames: map[string]bool{},
 		rep: chaosReport{accepted: map[string]int{}, refused: map[string]int{}, unlogged: map[string]int{},
 			faults: map[string]int{}, committed: map[string]int{}}}
@@ -149,6 +167,7 @@ func checkHistory(t *testing.T, q *leaseq.Queue, c *chaos, jobs []leaseq.Job, rc
 		k.checkJob(k.jobs[id])
 	}
 	k.checkPools()
+	k.checkEffects()
 	for id, jl := range k.jobs {
 		if len(jl.gens) == 0 && (jl.row() != nil || len(jl.lives) > 0 || len(jl.cancels) > 0) {
 			k.bad("%s: in the table or the histories, but never enqueued", id)
@@ -174,6 +193,22 @@ type chaosReport struct {
 	purges, deleted             int
 	deliveries, repeats, failed int // successful deliveries, repeats of those, failed ones
 	pool                        poolReport
+	tx                          txReport
+}
+
+// txReport is what checkHistory found about the FinishTx handlers and
+// their effects.
+type txReport struct {
+	runs, accepted              int // handlers that meant to call FinishTx; its calls that finished the job
+	refusedBefore, refusedAfter int // its calls the fence refused before the function ran, and after
+	faults, committed           int // its calls that failed with an error; of those, the ones whose finish committed
+	effects                     int // rows of the effects table
+}
+
+func (p txReport) summary() string {
+	return fmt.Sprintf("FinishTx: %d handlers meant to record with it; %d calls finished the job, %d were refused before fn and %d after it, "+
+		"%d failed with an error (%d of them committed); %d effects",
+		p.runs, p.accepted, p.refusedBefore, p.refusedAfter, p.faults, p.committed, p.effects)
 }
 
 // poolReport is what checkHistory found about the pools.
@@ -215,7 +250,7 @@ func (r chaosReport) summary() string {
 		r.accepted["finish"]+r.refused["finish"], r.refused["finish"], r.unlogged["finish"],
 		r.accepted["cancel"]+r.refused["cancel"], r.refused["cancel"], r.purges, r.deleted,
 		r.deliveries, r.repeats, r.failed, r.refusedFenced(), r.claimsBeforeEnqueue, fmtCounts(r.unlogged),
-		r.faultSummary()) + "; " + r.pool.summary()
+		r.faultSummary()) + "; " + r.pool.summary() + "; " + r.tx.summary()
 }
 
 // faultSummary counts the calls of loop workers and the operator that
@@ -375,6 +410,7 @@ type checker struct {
 	enqueues  []*loggedOp
 	delivered map[string]string // opKey of a logged deliver line → its plan
 	audit     []auditRow
+	effects   []effectRow
 	// auditClaims are the audited claims by owner, in instant order;
 	// auditOf the audited changes by job, in commit order (inserts
 	// included); auditClaim the audited claim of each token, by
@@ -1720,6 +1756,7 @@ type workRun struct {
 	run    histEvent
 	ctxEnd *histEvent // what its watcher saw
 	ret    *histEvent
+	ftx    *histEvent // its FinishTx's line
 	logs   []histEvent
 	life   *life // the audited claim it ran; nil if the queue made none
 }
@@ -1760,7 +1797,11 @@ func (k *checker) loadPool(inc *incarnation, evs []histEvent) {
 			default:
 				k.bad("%s.%d: Work logged %q (%s) about no job", inc.name, inc.n, e.Msg, e.Level)
 			}
-		case e.Ev != "ctxend" && e.Ev != "return" && e.Ev != "log":
+		case e.Ev != "ctxend" && e.Ev != "return" && e.Ev != "log" && e.Ev != "finishtx":
+		case r == nil && inc.killed && beforeRun(e):
+			// The kill came after Work's record and before the handler's
+			// first line: a claim whose COMMIT returned after its lease
+			// ended is told so at once, maybe before its handler runs.
 		case r == nil || r.inc != inc:
 			k.bad("%s: %s.%d logged %s of token %d without a run of it", e.Job, inc.name, inc.n, e.Ev, e.Token)
 		case e.Ev == "log":
@@ -1769,10 +1810,18 @@ func (k *checker) loadPool(inc *incarnation, evs []histEvent) {
 			r.ctxEnd = &e
 		case e.Ev == "return" && r.ret == nil:
 			r.ret = &e
+		case e.Ev == "finishtx" && r.ftx == nil:
+			r.ftx = &e
 		default:
 			k.bad("%s: %s.%d logged %s of token %d twice", e.Job, inc.name, inc.n, e.Ev, e.Token)
 		}
 	}
+}
+
+// beforeRun reports whether e is a record Work may write about a claim
+// before its handler wrote its first line: of its lease, not its result.
+func beforeRun(e histEvent) bool {
+	return e.Ev == "log" && (e.Msg == workLeaseEnded || e.Msg == workExtensionRefused || e.Msg == workExtendFailed)
 }
 
 // synthesizePools turns the audit and Work's records into the lines a
@@ -2043,18 +2092,22 @@ func (k *checker) checkPools() {
 
 // checkResult checks what became of a handler's result: recorded (by the
 // audit) or refused (by Work's record), not both, or a database fault
-// logged; after the handler returned; and as rule 30 asks.
+// logged; after the handler returned; and as rule 30 asks. A finish the
+// handler's own FinishTx made is not Work's: checkFinishTx checks it, and
+// after it Work makes no call for a nil (rule 46).
 func (k *checker) checkResult(r *workRun) {
+	own := r.ownFinish()
 	var accepted, refused *loggedOp
 	for _, op := range r.life.calls {
 		switch {
-		case op.Ev == "extend":
+		case op.Ev == "extend" || op == own:
 		case op.OK:
 			accepted = op
 		default:
 			refused = op
 		}
 	}
+	k.checkFinishTx(r, own)
 	id, tok := r.run.Job, r.run.Token
 	if r.logged(workRecordFailed) || r.logged(workRecordRetry) {
 		k.rep.pool.recordFaults++
@@ -2070,7 +2123,10 @@ func (k *checker) checkResult(r *workRun) {
 		k.bad("%s: the result of token %d was accepted at %d and refused at %s", id, tok, accepted.At, span(refused.T0, refused.T1))
 	case r.ret == nil:
 		return
-	case accepted == nil && refused == nil && !r.logged(workRecordFailed) && !r.inc.killed:
+	case own != nil && r.ret.Plan == "finish" && (accepted != nil || refused != nil):
+		k.bad("%s: the FinishTx of token %d finished its job at %d and its handler returned nil, but Work made a call of its own for it",
+			id, tok, own.At)
+	case accepted == nil && refused == nil && own == nil && !r.logged(workRecordFailed) && !r.inc.killed:
 		k.bad("%s: the handler of token %d returned at %d, but Work neither recorded its result nor logged why", id, tok, r.ret.At)
 	case accepted != nil && accepted.At < r.ret.At:
 		k.bad("%s: the result of token %d was recorded at %d, before its handler returned at %d", id, tok, accepted.At, r.ret.At)
@@ -2080,6 +2136,144 @@ func (k *checker) checkResult(r *workRun) {
 			k.checkCall(r, op)
 		}
 	}
+}
+
+// ownFinish is the accepted finish of the run's claim if its handler is a
+// FinishTx handler: then it is its FinishTx's, as such a handler returns
+// nil only after its FinishTx finished the job.
+func (r *workRun) ownFinish() *loggedOp {
+	if r.run.Plan != "finishtx" || r.life == nil {
+		return nil
+	}
+	for _, op := range r.life.calls {
+		if op.OK && op.Ev == "finish" {
+			return op
+		}
+	}
+	return nil
+}
+
+// checkFinishTx checks a FinishTx handler's call against what committed
+// (rule 46): its claim's finish, own, committed within the call exactly
+// when FinishTx returned true; after an error, which must have come while
+// the server restarted, it may have or not, as after a kill. A handler
+// whose FinishTx did not finish the job must not return nil.
+func (k *checker) checkFinishTx(r *workRun, own *loggedOp) {
+	if r.run.Plan != "finishtx" {
+		return
+	}
+	p, f := &k.rep.tx, r.ftx
+	id, tok := r.run.Job, r.run.Token
+	p.runs++
+	if f == nil {
+		if own != nil && r.ret != nil {
+			k.bad("%s: token %d was finished at %d, but its handler returned at %d without a FinishTx", id, tok, own.At, r.ret.At)
+		}
+		return
+	}
+	switch {
+	case f.Fault != "":
+		p.faults++
+		k.checkFaultTime(&loggedOp{*f, r.inc})
+		if own != nil {
+			p.committed++
+		}
+	case f.OK:
+		p.accepted++
+	case f.FnRuns == 0:
+		p.refusedBefore++
+	default:
+		p.refusedAfter++
+	}
+	switch {
+	case f.OK && own == nil:
+		k.bad("%s: FinishTx of token %d returned true at %s, but no finish of it committed", id, tok, span(f.T0, f.T1))
+	case !f.OK && f.Fault == "" && own != nil:
+		k.bad("%s: FinishTx of token %d was refused at %s, but the finish of its claim committed at %d", id, tok, span(f.T0, f.T1), own.At)
+	case own != nil && (own.At < f.T0 || own.At > f.T1):
+		k.bad("%s: the finish of token %d committed at %d, outside its handler's FinishTx at %s", id, tok, own.At, span(f.T0, f.T1))
+	}
+	if !f.OK && r.ret != nil && r.ret.Plan == "finish" {
+		k.bad("%s: FinishTx of token %d returned false at %s, but its handler returned nil", id, tok, span(f.T0, f.T1))
+	}
+}
+
+// finishTxWindow is when the run's FinishTx was in flight: from its call to
+// its return or, where a kill cut it, from the delivery (right after which
+// it is called) to the kill.
+func (r *workRun) finishTxWindow() (lo, hi int64, ok bool) {
+	switch {
+	case r.ftx != nil:
+		return r.ftx.T0, r.ftx.T1, true
+	case r.run.Plan == "finishtx" && r.ret == nil && r.inc.killed && r.life.deliver != nil:
+		return r.life.deliver.T1, r.inc.killedAt, true
+	}
+	return 0, 0, false
+}
+
+// checkEffects checks the effects table against the audit and the FinishTx
+// handlers (see checkHistory): each effect is of a claim whose finish
+// committed, by its owner, run by a FinishTx handler; no claim has two;
+// every claim a FinishTx handler finished has one.
+func (k *checker) checkEffects() {
+	finished := map[effectRow]auditRow{} // by job and token
+	for _, a := range k.audit {
+		if a.call() == "finish" {
+			finished[effectRow{Job: a.ID, Token: a.Token}] = a
+		}
+	}
+	count := map[effectRow]int{} // by job and token
+	for _, e := range k.effects {
+		k.rep.tx.effects++
+		key := effectRow{Job: e.Job, Token: e.Token}
+		if count[key]++; count[key] > 1 {
+			continue // reported once, below
+		}
+		fin, ok := finished[key]
+		r := k.runs[opKey(e.Job, e.Owner, e.Token)]
+		switch {
+		case !ok:
+			k.bad("%s: effect of token %d by %s, but that claim did not finish the job: %s", e.Job, e.Token, e.Owner, k.fate(e.Job, e.Token))
+		case fin.Owner != e.Owner:
+			k.bad("%s: effect of token %d by %s, but %s finished the job with that token at %d", e.Job, e.Token, e.Owner, fin.Owner, fin.At)
+		case r == nil || r.run.Plan != "finishtx":
+			k.bad("%s: effect of token %d by %s, whose claim no FinishTx handler ran", e.Job, e.Token, e.Owner)
+		}
+	}
+	for key, n := range count {
+		if n > 1 {
+			k.bad("%s: %d effects of token %d", key.Job, n, key.Token)
+		}
+	}
+	for _, r := range k.runs {
+		if own := r.ownFinish(); own != nil && count[effectRow{Job: r.run.Job, Token: r.run.Token}] == 0 {
+			k.bad("%s: the FinishTx of token %d by %s finished the job at %d, but no effect of it is in the table",
+				r.run.Job, r.run.Token, r.run.Owner, own.At)
+		}
+	}
+}
+
+// fate says, for a report, what the audit shows became of the claim of
+// token of id: the first change that took the job from it.
+func (k *checker) fate(id string, token int64) string {
+	if _, ok := k.auditClaim[opKey(id, "", token)]; !ok {
+		return "the queue never handed out that token"
+	}
+	for _, a := range k.auditOf[id] {
+		if a.OldToken != token || a.OldStatus != string(leaseq.StatusLeased) {
+			continue
+		}
+		switch call := a.call(); call {
+		case "extend":
+		case "claim":
+			return fmt.Sprintf("its lease ran out, and token %d was claimed by %s at %d", a.Token, a.Owner, a.At)
+		case "":
+			return fmt.Sprintf("it was made %s at %d: %s", a.Status, a.At, a.Reason)
+		default:
+			return fmt.Sprintf("its %s at %d made it %s", call, a.At, a.Status)
+		}
+	}
+	return "the job was still leased to it at the end"
 }
 
 // checkCall checks the call Work made with a handler's result against rule
@@ -2235,6 +2429,11 @@ func (k *checker) checkContext(r *workRun) {
 			break
 		}
 	}
+	if r.ownFinish() != nil {
+		// Its FinishTx finished the job under the lease: from then on it
+		// holds nothing, and Work ends no context for it (rule 46).
+		return
+	}
 	E := r.life.leaseEnd
 	p := &k.rep.pool
 	if r.run.At >= E {
@@ -2258,8 +2457,9 @@ func (k *checker) checkContext(r *workRun) {
 // after E: its instant at, a phrase how for it, and late, the running time
 // to it from E or, if the handler started later, from its start (a claim
 // whose COMMIT waited, say for a stopped process's read lock, until after
-// its lease ended; its handler can be told no earlier than it exists). ok
-// is false if the handler had returned, or its context had ended, before E.
+// its lease ended; its handler can be told no earlier than it exists), or
+// from the return of a FinishTx of it in flight then. ok is false if the
+// handler had returned, or its context had ended, before E.
 func (k *checker) lateAfter(r *workRun, E int64) (at int64, how string, late int64, ok bool) {
 	if r.ret != nil && r.ret.At < E {
 		return 0, "", 0, false
@@ -2279,8 +2479,16 @@ func (k *checker) lateAfter(r *workRun, E int64) (at int64, how string, late int
 	if at < E {
 		return 0, "", 0, false
 	}
+	pl := k.pools[r.inc]
 	from := max(E, r.run.At)
-	return at, how, at - from - k.pools[r.inc].stopped(from, at), true
+	if lo, hi, ok := r.finishTxWindow(); ok && hi >= from && lo-from-pl.stopped(from, lo) <= chaosCtxSlack.Milliseconds() {
+		// A FinishTx called before the pool could be expected to end the
+		// context (a process stopped over the lease end calls it as soon
+		// as the pool acts) is waited for first, lest the pool call a
+		// lease lost that the FinishTx finishes (rule 48).
+		from = min(hi, at)
+	}
+	return at, how, at - from - pl.stopped(from, at), true
 }
 
 // checkCancelSeen measures how long a handler whose job an operator
@@ -2329,6 +2537,8 @@ type checkerCase struct {
 	seq  int
 	// tamper, if set, edits the audit before the checker reads it.
 	tamper func(audit []auditRow) []auditRow
+	// effects are the effects its FinishTx handlers wrote.
+	effects []effectRow
 	// env is where it runs; restarts are the server restarts the checker
 	// is told of.
 	env      *checkerEnv
@@ -2583,7 +2793,8 @@ func (cc *checkerCase) check(t *testing.T) chaosReport {
 	if cc.tamper != nil {
 		audit = cc.tamper(audit)
 	}
-	return checkHistory(t, cc.f.q, &chaos{all: cc.incs, audit: audit, engine: cc.env.engine, restarts: cc.restarts}, cc.jobs, cc.rcv)
+	c := &chaos{all: cc.incs, audit: audit, effects: cc.effects, engine: cc.env.engine, restarts: cc.restarts}
+	return checkHistory(t, cc.f.q, c, cc.jobs, cc.rcv)
 }
 
 // edit finds the last line of an incarnation of name matching ev, job and
@@ -2865,6 +3076,134 @@ func newOutlivedCase(t *testing.T, env *checkerEnv) *checkerCase {
 	cc.workRecord(320, "pool2", c, "finish", 0, "", "finished")
 	cc.exit("pool2")
 	return cc
+}
+
+// poolFinishTx is a FinishTx handler's call on c at t0 + at, whose
+// function stalls until t0 + fnEnd, if later, by moving the clock there:
+// its line, and its effect if it finished the job. The effect is kept
+// here, not in a table: the checker reads the effects as rows.
+func (cc *checkerCase) poolFinishTx(at, fnEnd int64, name string, c leaseq.Claim) {
+	end := max(at, fnEnd)
+	e := histEvent{Ev: "finishtx", Job: c.ID, Owner: name, Token: c.Token, instant: instant{T0: unixAt(at), T1: unixAt(end)}}
+	ok, err := cc.f.at(at).q.FinishTx(cc.f.ctx, c, func(context.Context, leaseq.Tx) error {
+		e.FnRuns++
+		cc.f.at(end)
+		return nil
+	})
+	if err != nil {
+		cc.t.Fatal(err)
+	}
+	cc.f.at(end)
+	e.OK = ok
+	cc.log(name, e)
+	if ok {
+		cc.effects = append(cc.effects, effectRow{Job: c.ID, Owner: name, Token: c.Token})
+	}
+}
+
+// newFinishTxCase is a clean history of pools whose handlers record their
+// delivery with FinishTx, each finish with its effect (rule 46):
+//
+//	0ms   pool1 claims x1 (token 1, lease_until 150); delivers at 15;
+//	      FinishTx at 20 finishes it; returns nil at 21
+//	30ms  pool1 claims x2 (token 1, lease_until 180); delivers at 35;
+//	      FinishTx at 40 stalls in its function until 260, past the
+//	      lease: refused after fn; Work, having waited for it, logs the
+//	      lease end at 260 and ends the context at 261; the handler
+//	      returns ErrLeaseLost at 262; 263ms Work's release is refused
+//	270ms pool2 claims x2 (token 2); delivers at 275; FinishTx at 280
+//	      finishes it; returns nil at 281
+//	300ms pool1 claims x3 (token 1, lease_until 450); delivers at 305;
+//	      the parent stops pool1 from 306 to 500
+//	460ms pool2 claims x3 (token 2); delivers at 465; FinishTx at 470
+//	      finishes it; returns nil at 471
+//	500ms pool1 runs again: Work logs the lease end; 501ms the context
+//	      ends; its FinishTx at 501 is refused before fn; it returns
+//	      ErrLeaseLost at 502; 503ms Work's release is refused
+func newFinishTxCase(t *testing.T, env *checkerEnv) *checkerCase {
+	cc := newCase(t, env)
+	lost := leaseq.ErrLeaseLost
+	finished := func(at int64, name string, c leaseq.Claim) {
+		cc.deliver(at, name, c, "finish", 0)
+		cc.poolFinishTx(at+5, at+5, name, c)
+		cc.handlerReturn(at+6, name, c, "finish", "", nil)
+		cc.workLog(at+6, name, c, slog.LevelDebug, workRecorded+"finished", "finished")
+	}
+	lostLease := func(at int64, name string, c leaseq.Claim) {
+		cc.workLog(at, name, c, slog.LevelWarn, workLeaseEnded, "lease lost")
+		cc.ctxEnd(at+1, name, c, lost)
+	}
+	gaveBack := func(at int64, name string, c leaseq.Claim) {
+		cc.handlerReturn(at, name, c, "lost", lost.Error(), lost)
+		cc.workRecord(at+1, name, c, "release", chaosBackoff(c.Attempt).Milliseconds(), lost.Error(), "released")
+	}
+	cc.enqueue(0, leaseq.Job{ID: "x1", Qty: 1, Payload: []byte("x1")})
+	finished(15, "pool1", cc.poolClaim(0, "pool1", "finishtx", "quick"))
+
+	cc.enqueue(30, leaseq.Job{ID: "x2", Qty: 2, Payload: []byte("x2")})
+	c := cc.poolClaim(30, "pool1", "finishtx", "stall in fn")
+	cc.deliver(35, "pool1", c, "finish", 0)
+	cc.poolFinishTx(40, 260, "pool1", c)
+	lostLease(260, "pool1", c)
+	gaveBack(262, "pool1", c)
+	finished(275, "pool2", cc.poolClaim(270, "pool2", "finishtx", "quick"))
+
+	cc.enqueue(300, leaseq.Job{ID: "x3", Qty: 3, Payload: []byte("x3")})
+	c = cc.poolClaim(300, "pool1", "finishtx", "stall")
+	cc.deliver(305, "pool1", c, "finish", 0)
+	cc.pause("pool1", 306, 500)
+	finished(465, "pool2", cc.poolClaim(460, "pool2", "finishtx", "quick"))
+	lostLease(500, "pool1", c)
+	cc.poolFinishTx(501, 501, "pool1", c)
+	gaveBack(502, "pool1", c)
+	cc.exit("pool1", "pool2")
+	return cc
+}
+
+// finishTxViolations are tamperings of newFinishTxCase, each a kind of
+// violation checkHistory must report with a message containing want.
+var finishTxViolations = []struct {
+	name, want string
+	tamper     func(cc *checkerCase)
+}{
+	{"an effect of a claim that lost its job", "x2: effect of token 1 by pool1, but that claim did not finish the job: " +
+		"its lease ran out, and token 2 was claimed by pool2 at 1767225600270", func(cc *checkerCase) {
+		cc.effects = append(cc.effects, effectRow{Job: "x2", Owner: "pool1", Token: 1})
+	}},
+	{"two effects of one claim", "x1: 2 effects of token 1", func(cc *checkerCase) {
+		cc.effects = append(cc.effects, cc.effects[0])
+	}},
+	{"a finish without its effect", "x3: the FinishTx of token 2 by pool2 finished the job at 1767225600470, but no effect of it is in the table",
+		func(cc *checkerCase) { cc.effects = cc.effects[:2] }},
+	{"an effect by another owner", "x1: effect of token 1 by pool2, but pool1 finished the job with that token", func(cc *checkerCase) {
+		cc.effects[0].Owner = "pool2"
+	}},
+	{"an effect of a claim no FinishTx handler ran", "x1: effect of token 1 by pool1, whose claim no FinishTx handler ran", func(cc *checkerCase) {
+		cc.edit("pool1", "run", "x1", 1).Plan = "finish"
+	}},
+	{"a refused FinishTx whose finish committed", "x1: FinishTx of token 1 was refused at 1767225600020, but the finish of its claim committed",
+		func(cc *checkerCase) { cc.edit("pool1", "finishtx", "x1", 1).OK = false }},
+	{"an accepted FinishTx with no finish", "x2: FinishTx of token 1 returned true at [1767225600040, 1767225600260], but no finish of it committed",
+		func(cc *checkerCase) { cc.edit("pool1", "finishtx", "x2", 1).OK = true }},
+	{"nil after a refused FinishTx", "x2: FinishTx of token 1 returned false at [1767225600040, 1767225600260], but its handler returned nil",
+		func(cc *checkerCase) { cc.edit("pool1", "return", "x2", 1).Plan = "finish" }},
+	{"a finish outside its FinishTx", "x1: the finish of token 1 committed at 1767225600020, outside its handler's FinishTx", func(cc *checkerCase) {
+		cc.edit("pool1", "finishtx", "x1", 1).T0 = unixAt(21)
+	}},
+	{"a call of Work after a FinishTx finished", "x1: the FinishTx of token 1 finished its job at 1767225600020 and its handler returned nil, but Work made a call",
+		func(cc *checkerCase) {
+			cc.append("pool1", histEvent{Ev: "log", Msg: workResultRefused, Level: "WARN", Job: "x1", Owner: "pool1", Token: 1,
+				Outcome: "finished", instant: instant{T1: unixAt(22)}})
+		}},
+	{"a context left live after the FinishTx returned", "its context ended only at 1767225600300: 40ms of running time later", func(cc *checkerCase) {
+		cc.edit("pool1", "ctxend", "x2", 1).At = unixAt(300)
+		cc.edit("pool1", "return", "x2", 1).At = unixAt(301)
+	}},
+	{"a late context with no FinishTx in flight", "its context ended only at 1767225600261: 81ms of running time later", func(cc *checkerCase) {
+		cc.drop("pool1", "finishtx", "x2", 1)
+	}},
+	{"a FinishTx that failed while the server was up", "x2: pool1.0's finishtx of token 1 failed at [1767225600040, 1767225600260], while the server was up",
+		func(cc *checkerCase) { cc.edit("pool1", "finishtx", "x2", 1).Fault = "connection reset" }},
 }
 
 // poolViolations are tamperings of newPoolCase, each a kind of violation
@@ -3372,10 +3711,14 @@ var checkerViolations = []struct {
 // real-time window only, and histories with each kind of violation; and
 // the same for pools: a clean history of two pools, handlers that outlived
 // their lease in a stopped process (which it must accept) or in a running
-// one (which it must not), and each kind of violation of a pool; and calls
-// that failed with an error during a server restart, which it must judge
-// by what the audit shows they did, and not at all while the server was
-// up. It runs on each engine, with that engine's audit triggers.
+// one (which it must not), and each kind of violation of a pool; a clean
+// history of FinishTx handlers and their effects (one stalled in its
+// function past the lease, one stopped over it), one whose FinishTx failed
+// in a restart but committed, and each kind of violation of an effect or
+// a FinishTx; and calls that failed with an error during a server
+// restart, which it must judge by what the audit shows they did, and not
+// at all while the server was up. It runs on each engine, with that
+// engine's audit triggers.
 func TestChaosCheckerCatches(t *testing.T) {
 	for _, e := range chaosEngines {
 		t.Run(e.name, func(t *testing.T) {
@@ -3489,6 +3832,19 @@ func checkerCatches(t *testing.T, env *checkerEnv) {
 			t.Fatalf("got %+v, want no violations: it never ran after its lease ended", rep)
 		}
 	})
+	t.Run("a pool killed after Work logged a lease end, before the handler's first line", func(t *testing.T) {
+		t.Parallel()
+		cc := newOutlivedCase(t, env)
+		cc.drop("pool1", "run", "n1", 1)
+		cc.append("pool1", histEvent{Ev: "log", Msg: workLeaseEnded, Level: "WARN", Job: "n1", Owner: "pool1", Token: 1,
+			Outcome: "lease lost", instant: instant{T1: unixAt(201)}})
+		if rep := cc.check(t); len(rep.violations) != 0 {
+			t.Fatalf("violations: %q; want none: the kill came before the handler's first line", rep.violations)
+		}
+		cc.last("pool1").killed = false
+		cc.exit("pool1")
+		wantViolation(t, cc.check(t), "n1: pool1.0 logged log of token 1 without a run of it")
+	})
 	t.Run("a pool killed running long past its lease", func(t *testing.T) {
 		t.Parallel()
 		wantViolation(t, newOutlivedCase(t, env).check(t),
@@ -3498,6 +3854,43 @@ func checkerCatches(t *testing.T, env *checkerEnv) {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
 			cc := newPoolCase(t, env)
+			v.tamper(cc)
+			wantViolation(t, cc.check(t), v.want)
+		})
+	}
+	t.Run("FinishTx", func(t *testing.T) {
+		t.Parallel()
+		rep := newFinishTxCase(t, env).check(t)
+		want := txReport{runs: 5, accepted: 3, refusedBefore: 1, refusedAfter: 1, effects: 3}
+		if len(rep.violations) != 0 || rep.tx != want || rep.done != 3 || rep.accepted["finish"] != 3 || rep.refused["release"] != 2 {
+			t.Fatalf("got %+v, want no violations and the figures of the case (FinishTx %+v)", rep, want)
+		}
+	})
+	t.Run("a FinishTx that failed in a restart but committed", func(t *testing.T) {
+		// The server restarts while pool1's FinishTx commits: the finish
+		// and its effect are in, the call returned an error, the handler
+		// returns it, and Work's release is refused.
+		t.Parallel()
+		cc := newCase(t, env)
+		cc.enqueue(0, leaseq.Job{ID: "y1", Qty: 1, Payload: []byte("y1")})
+		c := cc.poolClaim(0, "pool1", "finishtx", "quick")
+		cc.deliver(5, "pool1", c, "finish", 0)
+		cc.poolFinishTx(10, 10, "pool1", c)
+		f := cc.edit("pool1", "finishtx", "y1", 1)
+		f.OK, f.Fault, f.T1 = false, "unexpected EOF", unixAt(20)
+		cc.restarts = []interval{{unixAt(12), unixAt(30)}}
+		text := "recording y1 token 1 failed: unexpected EOF"
+		cc.handlerReturn(21, "pool1", c, "error", text, nil)
+		cc.workRecord(22, "pool1", c, "release", chaosBackoff(1).Milliseconds(), text, "released")
+		cc.exit("pool1")
+		if rep := cc.check(t); len(rep.violations) != 0 || rep.tx.faults != 1 || rep.tx.committed != 1 || rep.tx.effects != 1 {
+			t.Fatalf("got %+v, want no violations and a FinishTx that failed but committed, with its effect", rep)
+		}
+	})
+	for _, v := range finishTxViolations {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			cc := newFinishTxCase(t, env)
 			v.tamper(cc)
 			wantViolation(t, cc.check(t), v.want)
 		})
