@@ -85,9 +85,15 @@ func (q *Queue) InTx(ctx context.Context, fn func(ctx context.Context, tx Tx) er
 // [Queue.InTx] (fn may run more than once; inside it, only tx reaches the
 // queue); a zero Claim or a nil fn is [ErrInvalid], fn not run.
 //
-// Inside [Queue.Work], a handler that settled its job with FinishTx and
-// returns nil gets nothing more written and no warning logged; its
-// heartbeats stop.
+// Inside [Queue.Work] on SQLite, a FinishTx of the handler's claim runs in
+// the pool's next write (rule 48): fn, the Finish, the pool's other results
+// and the claim of the job that refills the slot share one transaction and
+// one commit, and that job's handler starts once this one returned. A ctx that
+// ends before that write took the call leaves with an error that says it
+// waited for the pool's write, nothing written; once taken, the call waits
+// for the write to end (its fn's statements see ctx's end). A handler that
+// settled its job with FinishTx and returns nil gets nothing more written
+// and no warning logged; its heartbeats stop.
 func (q *Queue) FinishTx(ctx context.Context, c Claim, fn func(ctx context.Context, tx Tx) error) (bool, error) {
 	const op = "finish tx"
 	if err := q.callable(ctx); err != nil {
@@ -117,13 +123,13 @@ func (q *Queue) FinishTx(ctx context.Context, c Claim, fn func(ctx context.Conte
 	return ok, nil
 }
 
-// finishTx runs FinishTx's fn with the Finish f around it: in the next
-// cycle of the pool that holds the claim (h, rule 48: its commit also
-// carries the pool's other results and the claim that refills the slot),
-// else on a transaction of its own.
+// finishTx runs FinishTx's fn with the Finish f around it: on SQLite in
+// the next cycle of the pool that holds the claim (h, rule 48: its commit
+// also carries the pool's other results and the claim that refills the
+// slot), else on a transaction of its own.
 func (q *Queue) finishTx(ctx context.Context, h *hold, f engine.Fenced, fn func(ctx context.Context, tx Tx) error) (engine.TxOutcome, error) {
 	t := q.newTxFn("FinishTx", fn)
-	if p, j := h.runner(); p != nil {
+	if p, j := h.runner(); p != nil && q.e.CycleTxs() {
 		out, err, ran := p.finishTx(ctx, j, engine.CycleTx{Ctx: ctx, Finish: f, Fn: t.fn})
 		if ran {
 			return t.after(out, err)

@@ -62,12 +62,18 @@ type Engine interface {
 	// and reports for each whether its fence matched.
 	JobSettle(ctx context.Context, p JobSettleParams) ([]Settled, error)
 	// JobCycle is one cycle of a worker pool (rule 48): the FinishTx calls
-	// of its handlers (Txs), the fenced results of the handlers that
-	// returned since the last one, each fenced on its own, then a claim of
-	// up to Max jobs for the slots they freed, in one transaction on SQLite
-	// and, without Txs, one statement on PostgreSQL. A result it did not
-	// judge (Cycle.Alone) the caller settles with JobSettle.
+	// of its handlers (Txs, where CycleTxs), the fenced results of the
+	// handlers that returned since the last one, each fenced on its own,
+	// then a claim of up to Max jobs for the slots they freed, in one
+	// transaction on SQLite and one statement on PostgreSQL. A result it
+	// did not judge (Cycle.Alone) the caller settles with JobSettle.
 	JobCycle(ctx context.Context, p JobCycleParams) (Cycle, error)
+	// CycleTxs reports whether a pool's cycle runs its handlers' FinishTx
+	// calls (JobCycleParams.Txs). SQLite: yes, as they take the writer's
+	// turn anyway; PostgreSQL: no, each is a transaction of its own, run
+	// in parallel, so that a slow fn or a row another transaction holds
+	// holds up no other handler's result nor the pool's claim.
+	CycleTxs() bool
 	// JobOperate runs an operator's unfenced update of one job (Requeue,
 	// Cancel); when it matched no row, the row as it is says why.
 	JobOperate(ctx context.Context, p JobOperateParams) (Refusal, error)
@@ -308,7 +314,8 @@ type JobSettleParams struct {
 type JobCycleParams struct {
 	Queue Queue
 	// Txs are FinishTx calls of handlers the pool runs (rule 46), each
-	// run as TxRun runs one, inside the cycle's transaction.
+	// run as TxRun runs one, inside the cycle's transaction; only on an
+	// engine whose CycleTxs is true.
 	Txs     []CycleTx
 	Results []Fenced
 	Owner   string

@@ -39,6 +39,10 @@ func (e *Engine) JobCycle(ctx context.Context, p engine.JobCycleParams) (engine.
 	return c, err
 }
 
+// CycleTxs is true: a FinishTx takes the writer's turn whether it runs in
+// a cycle or not, so in one it saves its commit.
+func (e *Engine) CycleTxs() bool { return true }
+
 // cycleTx is the body of a cycle's transaction: the FinishTx calls, the
 // results, then the claim, which sees the slots' jobs as they left them.
 func (e *Engine) cycleTx(ctx context.Context, tx engine.Execer, p engine.JobCycleParams) (engine.Cycle, error) {
