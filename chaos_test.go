@@ -80,6 +80,12 @@ const (
 	chaosEnqueueEvery = 30 * time.Millisecond
 	// chaosBacklog jobs are enqueued before the workers start.
 	chaosBacklog = 100
+	// chaosMaxWaiting bounds the jobs waiting (pending, scheduled, leased
+	// or expired) when the next one is due: an arrival that finds more
+	// waits for the next tick. A soak whose workers take jobs more slowly
+	// than they arrive (a loaded host, many stalls) then ends with a
+	// backlog the drain can clear, where a fixed rate left ever more.
+	chaosMaxWaiting = 300
 	// chaosFinishTxPercent of a pool's handlers record their delivery with
 	// FinishTx; chaosStallFnPercent of those that would be quick stall
 	// inside its function instead, for about a lease without a heartbeat
@@ -1982,6 +1988,9 @@ func produce(ctx context.Context, q *leaseq.Queue, jobs []leaseq.Job, run time.D
 	out chan<- []leaseq.Job, errc chan<- error) {
 	var err error
 	for end := time.Now().Add(run); time.Now().Before(end); time.Sleep(chaosEnqueueEvery) {
+		if backlogged(ctx, q) {
+			continue
+		}
 		j := chaosJob(chaosJobID(len(jobs)), "")
 		in := true
 		if restarts {
@@ -1998,6 +2007,13 @@ func produce(ctx context.Context, q *leaseq.Queue, jobs []leaseq.Job, run time.D
 	}
 	errc <- err // before out: the receiver of out reads errc next
 	out <- jobs
+}
+
+// backlogged reports whether more than chaosMaxWaiting jobs wait; a Stats
+// that fails (a restarting server) says no.
+func backlogged(ctx context.Context, q *leaseq.Queue) bool {
+	st, err := q.Stats(ctx)
+	return err == nil && st.Pending+st.Scheduled+st.Leased+st.Expired > chaosMaxWaiting
 }
 
 // enqueueSurely enqueues j and tells whether it is in the queue. After an
