@@ -835,8 +835,12 @@ func (w *chaosPool) work(ctx context.Context, c leaseq.Claim, p workPlan) workRe
 		rctx, stall = context.Background(), p.span
 	}
 	if err := postDelivery(rctx, w.client, w.recv, c, receiverPlan(p.result), stall); err != nil {
-		if ctx.Err() != nil && rctx == ctx {
-			return gaveUp()
+		// An error whose cause is a lost lease or a shutdown is a
+		// handler's context's end, however the HTTP transport passed it on
+		// (once seen from a connection that was being handed on).
+		ended := errors.Is(err, leaseq.ErrLeaseLost) || errors.Is(err, leaseq.ErrShutdown)
+		if ctx.Err() != nil && rctx == ctx || ended {
+			return workResult{kind: "gave up", text: fmt.Sprintf("gave up %s token %d: %v", c.ID, c.Token, err)}
 		}
 		w.die("deliver %s token %d: %v", c.ID, c.Token, err)
 	}
