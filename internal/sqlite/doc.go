@@ -20,7 +20,10 @@
 // the file are serialised, so throughput is bounded by one writer and its
 // fsyncs (group commit lifts it only for calls of one process that arrive
 // together), and under load a single call may wait for a whole shared
-// transaction ahead of it. A reader that leaves a *sql.Rows open makes
+// transaction ahead of it; a worker pool's handlers' FinishTx functions run
+// one after the other inside the pool's cycle (they would hold the writer
+// one after the other anyway), so a slow one holds up the cycle's other
+// results and its claim. A reader that leaves a *sql.Rows open makes
 // every commit wait, and the database is one file on one machine: its
 // workers are that machine's processes, with no failover.
 package sqlite
