@@ -76,6 +76,10 @@ const (
 	// chaosDrain bounds the wait for the queue to empty after the last
 	// enqueue; a queue that does not drain by then has stuck jobs.
 	chaosDrain = 60 * time.Second
+	// chaosSoakDrain is chaosDrain for a soak: its backlog (up to
+	// chaosMaxWaiting jobs) drains under the same chaos, server restarts
+	// included, which on a loaded host takes minutes.
+	chaosSoakDrain = 5 * time.Minute
 	// chaosEnqueueEvery is the arrival rate of jobs.
 	chaosEnqueueEvery = 30 * time.Millisecond
 	// chaosBacklog jobs are enqueued before the workers start.
@@ -1707,9 +1711,14 @@ func runChaos(t *testing.T, e chaosEngine) {
 }
 
 // killUntilDrained goes on with the chaos until no job is pending or
-// leased, and fails the test if that takes longer than chaosDrain.
+// leased, and fails the test if that takes longer than chaosDrain
+// (chaosSoakDrain in a soak).
 func (c *chaos) killUntilDrained(q *leaseq.Queue, rcv *receiver, began time.Time) {
-	drainBy := time.Now().Add(chaosDrain)
+	drain := chaosDrain
+	if c.soak {
+		drain = chaosSoakDrain
+	}
+	drainBy := time.Now().Add(drain)
 	for {
 		open, known := c.openJobs(q)
 		if known && open == 0 {
@@ -1717,7 +1726,7 @@ func (c *chaos) killUntilDrained(q *leaseq.Queue, rcv *receiver, began time.Time
 		}
 		if time.Now().After(drainBy) {
 			c.resumeAll()
-			c.t.Fatalf("%d jobs still pending or leased %v after the last enqueue; rows:\n%s", open, chaosDrain, dumpOpen(q))
+			c.t.Fatalf("%d jobs still pending or leased %v after the last enqueue; rows:\n%s", open, drain, dumpOpen(q))
 		}
 		c.chaosTick(rcv, began)
 	}
