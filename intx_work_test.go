@@ -211,11 +211,20 @@ func TestWorkFinishTxInCycle(t *testing.T) {
 	})
 }
 
-func testFinishTxRefillWaits(t *testing.T, eng testEngine) {
+// ordersQueue is a queue on a fresh database with an orders table and the
+// jobs ids enqueued.
+func ordersQueue(t *testing.T, eng testEngine, ids ...string) (*leaseq.Queue, *fixture) {
 	q := openQueue(t, eng, eng.fresh(t))
 	f := &fixture{t: t, ctx: context.Background(), e: eng, db: q.DB(), q: q}
 	f.createOrders()
-	mustEnqueue(t, q, leaseq.Job{ID: "a"}, leaseq.Job{ID: "b"})
+	for _, id := range ids {
+		mustEnqueue(t, q, leaseq.Job{ID: id})
+	}
+	return q, f
+}
+
+func testFinishTxRefillWaits(t *testing.T, eng testEngine) {
+	q, f := ordersQueue(t, eng, "a", "b")
 	settled, release, started := make(chan bool, 1), make(chan struct{}), make(chan string, 2)
 	runWork(t, q, leaseq.WorkerOptions{Owner: "w", Lease: time.Minute, Concurrency: 1},
 		func(ctx context.Context, c leaseq.Claim) error {
@@ -258,10 +267,7 @@ func testFinishTxRefillWaits(t *testing.T, eng testEngine) {
 }
 
 func testFinishTxInCycleFnError(t *testing.T, eng testEngine) {
-	q := openQueue(t, eng, eng.fresh(t))
-	f := &fixture{t: t, ctx: context.Background(), e: eng, db: q.DB(), q: q}
-	f.createOrders()
-	mustEnqueue(t, q, leaseq.Job{ID: "a"})
+	q, f := ordersQueue(t, eng, "a")
 	boom := errors.New("boom")
 	type seen struct {
 		ok   bool
@@ -299,17 +305,15 @@ func testFinishTxInCycleFnError(t *testing.T, eng testEngine) {
 }
 
 func testFinishTxInCycleRefused(t *testing.T, eng testEngine) {
-	q := openQueue(t, eng, eng.fresh(t))
-	f := &fixture{t: t, ctx: context.Background(), e: eng, db: q.DB(), q: q}
-	f.createOrders()
-	mustEnqueue(t, q, leaseq.Job{ID: "a"})
+	q, f := ordersQueue(t, eng)
+	mustEnqueue(t, q, leaseq.Job{ID: "a", MaxAttempts: 20})
 	const lease = 300 * time.Millisecond
 	type seen struct {
 		token int64
 		ok    bool
 		err   error
 	}
-	got := make(chan seen, 2)
+	got := make(chan seen, 20)
 	_, logger := newLogSink() // the lost lease is logged; not looked at here
 	runWork(t, q, leaseq.WorkerOptions{Owner: "w", Lease: lease, Heartbeat: lease / 3, Logger: logger},
 		func(ctx context.Context, c leaseq.Claim) error {
@@ -334,13 +338,19 @@ func testFinishTxInCycleRefused(t *testing.T, eng testEngine) {
 	if s := waitFor(t, got, "the first claim's FinishTx"); s.token != 1 || s.ok || s.err != nil {
 		t.Fatalf("token %d: FinishTx %v, %v; want refused (false, nil) after fn", s.token, s.ok, s.err)
 	}
-	if s := waitFor(t, got, "the second claim's FinishTx"); s.token != 2 || !s.ok || s.err != nil {
+	// A later claim's FinishTx is accepted (on a loaded host a claim or two
+	// more may lose their short leases first, each refused alike).
+	var s seen
+	for s = waitFor(t, got, "a later claim's FinishTx"); !s.ok && s.err == nil; s = waitFor(t, got, "a later claim's FinishTx") {
+	}
+	if !s.ok || s.err != nil {
 		t.Fatalf("token %d: FinishTx %v, %v; want accepted", s.token, s.ok, s.err)
 	}
-	if got := f.orders(); got != "order-2" {
-		t.Fatalf("orders %q, want order-2 alone: the refused fn's row rolled back", got)
+	want := fmt.Sprintf("order-%d", s.token)
+	if got := f.orders(); got != want {
+		t.Fatalf("orders %q, want %s alone: the refused fns' rows rolled back", got, want)
 	}
-	if s := mustGet(t, q, "a"); s.Status != leaseq.StatusDone || s.Token != 2 {
-		t.Fatalf("a %s, want done by its second claim", fmtState(s))
+	if a := mustGet(t, q, "a"); a.Status != leaseq.StatusDone || a.Token != s.token {
+		t.Fatalf("a %s, want done by token %d", fmtState(a), s.token)
 	}
 }
