@@ -35,10 +35,9 @@ type TxRunParams struct {
 type TxOutcome struct {
 	FnErr   error
 	Refused bool
-	// Err is a CycleTx's own error, when the rest of the cycle went on: its
-	// context ended, or (PostgreSQL on an injected clock, where each runs
-	// in a transaction of its own) its transaction failed. Nothing of it
-	// was written.
+	// Err is the call's own error when the rest of its transaction went
+	// on: its context ended before its Finish was judged, or by then.
+	// Nothing of it was written.
 	Err error
 }
 
