@@ -132,7 +132,6 @@ var (
 	cpuprof = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	child   = flag.String("work-child", "", "run as one process of pg-procs: leaseq or river")
 	childDB = flag.String("child-url", "", "the database of a -work-child")
-	childK  = flag.Int("child-jobs", 0, "the finished jobs a -work-child waits for")
 	counter = flag.String("change-counter", "", "print the file change counter of this SQLite file and exit (the pool mode's other process)")
 	pgURL   = flag.String("pg", "", "postgres:// URL of the server for the pg-* modes (default: $LEASEQ_POSTGRES_URL, else a throwaway cluster)")
 )
@@ -145,7 +144,7 @@ func main() {
 		return
 	}
 	if *child != "" {
-		workChild(*child, *childDB, *childK)
+		workChild(*child, *childDB)
 		return
 	}
 	start := time.Now()

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -19,8 +23,8 @@ import (
 // four processes each running River's 16 workers, on k jobs enqueued
 // beforehand, a fresh database each per round. The processes are this
 // program run with -work-child; each stops once the database holds k
-// finished jobs. Timed from the first process's start until the last one
-// exited, so both sides pay the same start-up.
+// jobs run (runChildren). Timed from the first process's start until the last
+// one exited, so both sides pay the same start-up.
 
 // pgProcs is how many processes share the work.
 const pgProcs = 4
@@ -65,29 +69,103 @@ func pgProcsMode() {
 }
 
 // runChildren runs pgProcs processes of kind on the database at url until
-// it holds k finished jobs, and returns k over the time they took.
+// their handlers ran k jobs in all, and returns k over the time from the
+// first start until the last process exited, its results written. Each
+// process reports how many its handlers ran on its stdout (childReports);
+// once they add up to k, every process is told to stop by the end of its
+// stdin. Neither side polls the database for its progress: a count of
+// finished jobs is a query of its own, and the two libraries' cost
+// differently (leaseq's Stats counts the pending jobs; River's count(*)
+// reads the completed ones), which polled by four processes every 20 ms
+// took more of the server than either pool's own statements.
 func runChildren(kind, url string, k int) float64 {
 	self, err := os.Executable()
 	check(err)
 	start := time.Now()
 	var cmds []*exec.Cmd
+	var stdins []io.Closer
+	var ran atomic.Int64
+	reached := make(chan struct{})
+	var once sync.Once
+	var readers sync.WaitGroup
 	for range pgProcs {
-		cmd := exec.Command(self, "-work-child", kind, "-child-url", url, "-child-jobs", strconv.Itoa(k))
+		cmd := exec.Command(self, "-work-child", kind, "-child-url", url)
 		cmd.Stderr = os.Stderr
+		in, err := cmd.StdinPipe()
+		check(err)
+		out, err := cmd.StdoutPipe()
+		check(err)
 		check(cmd.Start())
-		cmds = append(cmds, cmd)
+		cmds, stdins = append(cmds, cmd), append(stdins, in)
+		readers.Go(func() {
+			readReports(out, func(d int) {
+				if ran.Add(int64(d)) >= int64(k) {
+					once.Do(func() { close(reached) })
+				}
+			})
+		})
 	}
+	readersDone := make(chan struct{})
+	go func() { readers.Wait(); close(readersDone) }()
+	select {
+	case <-reached:
+	case <-readersDone: // every child ended before: cmd.Wait says why
+	}
+	for _, in := range stdins {
+		in.Close()
+	}
+	<-readersDone
 	for _, cmd := range cmds {
 		check(cmd.Wait())
 	}
 	return float64(k) / time.Since(start).Seconds()
 }
 
+// readReports passes on what each line a child printed adds to its
+// handlers' count, until the child's stdout ends.
+func readReports(out io.Reader, add func(int)) {
+	sc := bufio.NewScanner(out)
+	last := 0
+	for sc.Scan() {
+		n, err := strconv.Atoi(sc.Text())
+		check(err)
+		add(n - last)
+		last = n
+	}
+}
+
+// childReports prints how many jobs ran counts, each time it changed,
+// every reportEvery, until ctx ends; and once more at the end.
+func childReports(ctx context.Context, ran *atomic.Int64) {
+	t := time.NewTicker(reportEvery)
+	defer t.Stop()
+	last := int64(0)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n := ran.Load(); n != last {
+			fmt.Println(n)
+			last = n
+		}
+	}
+}
+
+// reportEvery is how often a child reports its count: the end of a run is
+// seen at most this late, by both sides alike.
+const reportEvery = 2 * time.Millisecond
+
 // workChild is one process of pg-procs: Work(16) (leaseq) or River's 16
-// workers on the database at url, until it holds k finished jobs.
-func workChild(kind, url string, k int) {
+// workers on the database at url, until its stdin ends.
+func workChild(kind, url string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	var ran atomic.Int64
+	go childReports(ctx, &ran)
+	stopped := make(chan struct{})
+	go func() { io.Copy(io.Discard, os.Stdin); close(stopped) }()
 	switch kind {
 	case "leaseq":
 		db, err := sql.Open("pgx", url)
@@ -95,9 +173,10 @@ func workChild(kind, url string, k int) {
 		db.SetMaxOpenConns(pgWorkConns)
 		db.SetMaxIdleConns(pgWorkConns)
 		q := newLeaseqOn(db, leaseq.Options{})
-		go untilDone(cancel, func() int { st, err := q.Stats(ctx); check(err); return st.Done }, k)
-		check(q.Work(ctx, leaseq.WorkerOptions{Owner: fmt.Sprint("bench-", os.Getpid()), Concurrency: 16, Logger: quiet},
-			func(context.Context, leaseq.Claim) error { return nil }))
+		wctx, stop := context.WithCancel(ctx)
+		go func() { <-stopped; stop() }()
+		check(q.Work(wctx, leaseq.WorkerOptions{Owner: fmt.Sprint("bench-", os.Getpid()), Concurrency: 16, Logger: quiet},
+			func(context.Context, leaseq.Claim) error { ran.Add(1); return nil }))
 		closeLeaseq(q)
 	case "river":
 		cfg, err := pgxpool.ParseConfig(url)
@@ -106,29 +185,17 @@ func workChild(kind, url string, k int) {
 		pool, err := pgxpool.NewWithConfig(ctx, cfg)
 		check(err)
 		workers := river.NewWorkers()
-		river.AddWorker(workers, &noopWorker{ran: func() {}})
+		river.AddWorker(workers, &noopWorker{ran: func() { ran.Add(1) }})
 		client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 			Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 16}},
 			Workers: workers, FetchCooldown: time.Millisecond, FetchPollInterval: 10 * time.Millisecond, Logger: quiet,
 		})
 		check(err)
 		check(client.Start(ctx))
-		untilDone(func() {}, func() int {
-			var n int
-			check(pool.QueryRow(ctx, "SELECT count(*) FROM river_job WHERE state = 'completed'").Scan(&n))
-			return n
-		}, k)
+		<-stopped
 		check(client.Stop(context.Background()))
 		pool.Close()
 	default:
 		fatalf("unknown -work-child %q", kind)
 	}
-}
-
-// untilDone polls done every 20 ms until it reaches k, then calls stop.
-func untilDone(stop func(), done func() int, k int) {
-	for done() < k {
-		time.Sleep(20 * time.Millisecond) // a look at the database's count, not a wait for an event
-	}
-	stop()
 }
