@@ -42,3 +42,10 @@ func OnTimedPass(loop, owner string, f func(now time.Time)) (remove func()) {
 	timedHooks.Store(loop+"\x00"+owner, f)
 	return func() { timedHooks.Delete(loop + "\x00" + owner) }
 }
+
+// TxTimes is how long the parts of one SQLite write transaction took.
+type TxTimes = sqlite.TxTimes
+
+// ObserveTxs has f told the TxTimes of every SQLite write transaction from
+// now on, and returns the function that stops it.
+func ObserveTxs(f func(TxTimes)) (restore func()) { return sqlite.ObserveTxs(f) }

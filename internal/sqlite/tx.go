@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/leaseq/leaseq/internal/engine"
@@ -82,9 +83,14 @@ func writeTx[T any](ctx context.Context, e *Engine, w write[T]) (T, error) {
 		}
 		if err == nil {
 			var before uint32
+			tm := startTxTimer()
 			if before, err = wc.begin(ctx); err == nil {
+				tm.lap(&tm.t.Begin)
 				v, err = w.run(ctx, wc)
+				tm.lap(&tm.t.Run)
 				err = wc.end(ctx, before, err)
+				tm.lap(&tm.t.End)
+				tm.report()
 				e.watch.committed(e.file, before, err) // watch.go
 			} else if ctx.Err() != nil {
 				b.locking = true // BEGIN IMMEDIATE waits for nothing but the lock
@@ -100,6 +106,55 @@ func writeTx[T any](ctx context.Context, e *Engine, w write[T]) (T, error) {
 		if stop, err := b.done(ctx, err, isBusy); stop {
 			return v, err
 		}
+	}
+}
+
+// TxTimes is how long the parts of one write transaction took: BEGIN
+// IMMEDIATE with the read of the change counter, the statements, and
+// COMMIT (or ROLLBACK).
+type TxTimes struct{ Begin, Run, End time.Duration }
+
+// txObserver, when set, is told every write transaction's TxTimes: for the
+// root's benchmark that splits a worker pool's cycle into its parts
+// (bench_cycle_test.go). Unset, writeTx reads no clock for it.
+var txObserver atomic.Pointer[func(TxTimes)]
+
+// ObserveTxs has f told the TxTimes of every write transaction of every
+// engine from now on, and returns the function that stops it. For the
+// root's benchmarks.
+func ObserveTxs(f func(TxTimes)) (restore func()) {
+	txObserver.Store(&f)
+	return func() { txObserver.Store(nil) }
+}
+
+// txTimer times the parts of one transaction for txObserver.
+type txTimer struct {
+	f    func(TxTimes)
+	last time.Time
+	t    TxTimes
+}
+
+// startTxTimer starts timing a transaction, if an observer is set.
+func startTxTimer() txTimer {
+	f := txObserver.Load()
+	if f == nil {
+		return txTimer{}
+	}
+	return txTimer{f: *f, last: time.Now()}
+}
+
+// lap sets *d to the time since the last lap.
+func (t *txTimer) lap(d *time.Duration) {
+	if t.f != nil {
+		now := time.Now()
+		*d, t.last = now.Sub(t.last), now
+	}
+}
+
+// report tells the observer the transaction's times.
+func (t *txTimer) report() {
+	if t.f != nil {
+		t.f(t.t)
 	}
 }
 
