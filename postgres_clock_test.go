@@ -79,7 +79,19 @@ func TestPostgresInjectedClockReadOnceHeld(t *testing.T) {
 	t.Run("a claim", func(t *testing.T) {
 		t.Parallel()
 		p := newClockPair(t)
-		if err := p.firstQ.Enqueue(context.Background(), leaseq.Job{ID: "j"}); err != nil {
+		// Enqueued from another *sql.DB: an Enqueue's notification (rule
+		// 56) keeps a connection of its handle's for a while after it.
+		other, err := sql.Open("pgx", p.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		oq, err := leaseq.New(context.Background(), other, leaseq.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer oq.Close()
+		if err := oq.Enqueue(context.Background(), leaseq.Job{ID: "j"}); err != nil {
 			t.Fatal(err)
 		}
 		inUse := -1
@@ -99,6 +111,7 @@ func TestPostgresInjectedClockReadOnceHeld(t *testing.T) {
 type clockPair struct {
 	t              *testing.T
 	db             *sql.DB
+	url            string // db's
 	first          *hookClock
 	firstQ, second *leaseq.Queue
 	done           chan struct{}
@@ -106,9 +119,13 @@ type clockPair struct {
 
 func newClockPair(t *testing.T) *clockPair {
 	t.Helper()
-	db := pgtest.DB(t)
-	p := &clockPair{t: t, db: db, first: &hookClock{ManualClock: leaseq.NewManualClock(t0)}, done: make(chan struct{})}
-	var err error
+	url := pgtest.URL(t)
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	p := &clockPair{t: t, db: db, url: url, first: &hookClock{ManualClock: leaseq.NewManualClock(t0)}, done: make(chan struct{})}
 	if p.firstQ, err = leaseq.New(context.Background(), db, leaseq.Options{Clock: p.first}); err != nil {
 		t.Fatal(err)
 	}
