@@ -108,13 +108,14 @@ const schemaLock = 0x6c65617365710a // "leaseq\n"
 // advisory lock of its seq (leaseq_claim says why); 6 adds the jobs' kind
 // (rule 50) and leaseq_paused (rule 54), which leaseq_claim_jobs reads; 7
 // has leaseq_purged_token read before it updates and set no planner
-// settings (an Enqueue's server time in it: a tenth, from a sixth).
+// settings (an Enqueue's server time in it: a tenth, from a sixth); 8
+// keeps leaseq_sweep's scans to their indexes (enable_seqscan off).
 // Every version's script
 // runs on any older schema, as it creates what is missing and replaces
 // every function and trigger. It is PostgreSQL's own number: SQLite's
 // schema is numbered apart. Exported for the root package (Migrate's
 // answer, the read-only check).
-const SchemaCurrent = 7
+const SchemaCurrent = 8
 
 // SchemaCurrent is the schema version this package writes.
 func (e *Engine) SchemaCurrent() int { return SchemaCurrent }

@@ -114,7 +114,7 @@ func TestEngineMigrateFromV5(t *testing.T) {
 
 // TestEngineMigrateFromV6: a database of schema version 6, as
 // testdata/schema-v6.sql (that version's script, kept as it was) creates
-// it, is upgraded to 7 by two engines at once. Every row is as it was, the
+// it, is upgraded to the current version by two engines at once. Every row is as it was, the
 // trigger leaseq_purged_token is version 7's (no planner settings of its
 // own), and it still keeps the fence: an ID purged under version 6 and
 // enqueued again continues the remembered token (rule 21).
@@ -153,8 +153,8 @@ func TestEngineMigrateFromV6(t *testing.T) {
 	e := New(db)
 	t.Cleanup(e.Release)
 	ctx := context.Background()
-	if v, err := e.SchemaVersion(ctx); err != nil || v != 7 {
-		t.Fatalf("version after the upgrade: %d, %v; want 7", v, err)
+	if v, err := e.SchemaVersion(ctx); err != nil || v != SchemaCurrent {
+		t.Fatalf("version after the upgrade: %d, %v; want %d", v, err, SchemaCurrent)
 	}
 	if after := dump(t, db, all); after != before {
 		t.Fatalf("the upgrade changed rows:\n got\n%s want\n%s", after, before)
@@ -170,6 +170,50 @@ func TestEngineMigrateFromV6(t *testing.T) {
 	cs, err := e.JobClaim(ctx, engine.JobClaimParams{Queue: q, Owner: "w", Lease: 1000, Max: 2})
 	if err != nil || len(cs) != 2 || cs[0].ID != "old" || cs[0].Token != 1 || cs[1].ID != "gone" || cs[1].Token != 6 {
 		t.Fatalf("claims after the upgrade: %+v, %v; want old with token 1, gone with token 6 (after the purged 5)", cs, err)
+	}
+}
+
+// TestEngineMigrateFromV7: a database of schema version 7, as
+// testdata/schema-v7.sql (that version's script, kept as it was) creates
+// it, is upgraded: its rows stay as they were, leaseq_sweep gets version
+// 8's enable_seqscan = off, and a claim, which sweeps, still works.
+func TestEngineMigrateFromV7(t *testing.T) {
+	url := pgtest.URL(t)
+	db := openURL(t, url)
+	b, err := os.ReadFile(filepath.Join("testdata", "schema-v7.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range append(append([]string{stmt("schema_table")}, splitSQL(string(b))...),
+		"INSERT INTO leaseq_schema (version) VALUES (7)",
+		`INSERT INTO leaseq_jobs (queue, id, qty, payload, status, max_attempts, run_at, priority, due_at, ready, created_at, updated_at)
+		 VALUES ('q', 'later', 1, 'd', 'pending', 3, 5000, 0, 5000, 0, 1000, 1000)`) {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("the version-7 database: %v\n%s", err, s)
+		}
+	}
+	const all = "SELECT * FROM leaseq_jobs ORDER BY seq"
+	before := dump(t, db, all)
+	e := New(db)
+	t.Cleanup(e.Release)
+	ctx := context.Background()
+	if err := e.SchemaMigrate(ctx); err != nil {
+		t.Fatalf("migration from version 7: %v", err)
+	}
+	if v, err := e.SchemaVersion(ctx); err != nil || v != 8 {
+		t.Fatalf("version after the upgrade: %d, %v; want 8", v, err)
+	}
+	if after := dump(t, db, all); after != before {
+		t.Fatalf("the upgrade changed rows:\n got\n%s want\n%s", after, before)
+	}
+	want := "proconfig={plan_cache_mode=force_generic_plan,enable_seqscan=off}\n"
+	if got := dump(t, db, "SELECT proconfig FROM pg_proc WHERE proname = 'leaseq_sweep'"); got != want {
+		t.Fatalf("leaseq_sweep's settings after the upgrade: %q; want %q", got, want)
+	}
+	now := int64(6000) // 'later' came due at 5000: the claim's sweep promotes it
+	cs, err := e.JobClaim(ctx, engine.JobClaimParams{Queue: fixedQueue("q", &now), Owner: "w", Lease: 1000, Max: 1})
+	if err != nil || len(cs) != 1 || cs[0].ID != "later" {
+		t.Fatalf("claim after the upgrade: %+v, %v; want the job that came due", cs, err)
 	}
 }
 
