@@ -49,3 +49,6 @@ type TxTimes = sqlite.TxTimes
 // ObserveTxs has f told the TxTimes of every SQLite write transaction from
 // now on, and returns the function that stops it.
 func ObserveTxs(f func(TxTimes)) (restore func()) { return sqlite.ObserveTxs(f) }
+
+// PGSchemaCurrent is the PostgreSQL schema version this leaseq writes.
+const PGSchemaCurrent = postgres.SchemaCurrent

@@ -285,8 +285,8 @@ func TestPostgresUpgradeV3KeepsCounts(t *testing.T) {
 	}
 	defer q.Close()
 	var v int
-	if err := db.QueryRow("SELECT version FROM leaseq_schema").Scan(&v); err != nil || v != 7 {
-		t.Fatalf("schema version after New: %d, %v; want 7", v, err)
+	if err := db.QueryRow("SELECT version FROM leaseq_schema").Scan(&v); err != nil || v != leaseq.PGSchemaCurrent {
+		t.Fatalf("schema version after New: %d, %v; want %d", v, err, leaseq.PGSchemaCurrent)
 	}
 	if st, err := q.Stats(ctx); err != nil || st.Done != 6 || st.Quarantined != 4 {
 		t.Fatalf("Stats after the upgrade: %s, %v; want 6 done, 4 quarantined", fmtStats(st), err)
