@@ -17,22 +17,30 @@ import (
 const v5Columns = `SELECT seq, queue, id, qty, payload, status, owner, token, attempts, max_attempts,
 	lease_until, deadline, reason, run_at, priority, due_at, ready, created_at, updated_at FROM leaseq_jobs ORDER BY seq`
 
+// oldSchema creates on db the schema of version v as testdata's
+// schema-v<v>.sql (that version's script, kept as it was) creates it, with
+// its version row.
+func oldSchema(t *testing.T, db *sql.DB, v int) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", fmt.Sprintf("schema-v%d.sql", v)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := append([]string{stmt("schema_table")}, splitSQL(string(b))...)
+	for _, s := range append(stmts, fmt.Sprintf("INSERT INTO leaseq_schema (version) VALUES (%d)", v)) {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("the version-%d script: %v\n%s", v, err, s)
+		}
+	}
+}
+
 // v5Database fills db with the schema of version 5, as testdata/schema-v5.sql
 // (the script of that version, kept as it was) creates it, and a done, a
 // leased and a pending job of queue q written by that version's claim.
 func v5Database(t *testing.T, db *sql.DB) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "schema-v5.sql"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range append([]string{stmt("schema_table")}, splitSQL(string(b))...) {
-		if _, err := db.Exec(s); err != nil {
-			t.Fatalf("the version-5 script: %v\n%s", err, s)
-		}
-	}
+	oldSchema(t, db, 5)
 	for _, s := range []string{
-		"INSERT INTO leaseq_schema (version) VALUES (5)",
 		`INSERT INTO leaseq_jobs (queue, id, qty, payload, status, max_attempts, run_at, priority, due_at, ready, created_at, updated_at)
 		 VALUES ('q', 'done', 1, 'd', 'pending', 3, NULL, 0, 1000, 1, 1000, 1000),
 		        ('q', 'leased', 2, '', 'pending', 3, NULL, 5, 1000, 1, 1000, 1000),
@@ -121,15 +129,11 @@ func TestEngineMigrateFromV5(t *testing.T) {
 func TestEngineMigrateFromV6(t *testing.T) {
 	url := pgtest.URL(t)
 	db := openURL(t, url)
-	b, err := os.ReadFile(filepath.Join("testdata", "schema-v6.sql"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range append(append([]string{stmt("schema_table")}, splitSQL(string(b))...),
-		"INSERT INTO leaseq_schema (version) VALUES (6)",
+	oldSchema(t, db, 6)
+	for _, s := range []string{
 		`INSERT INTO leaseq_jobs (queue, id, qty, payload, status, max_attempts, run_at, priority, due_at, ready, created_at, updated_at, kind)
 		 VALUES ('q', 'old', 1, 'd', 'pending', 3, NULL, 0, 1000, 1, 1000, 1000, 'mail')`,
-		"INSERT INTO leaseq_purged (queue, id, token) VALUES ('q', 'gone', 5)") {
+		"INSERT INTO leaseq_purged (queue, id, token) VALUES ('q', 'gone', 5)"} {
 		if _, err := db.Exec(s); err != nil {
 			t.Fatalf("the version-6 database: %v\n%s", err, s)
 		}
@@ -180,17 +184,10 @@ func TestEngineMigrateFromV6(t *testing.T) {
 func TestEngineMigrateFromV7(t *testing.T) {
 	url := pgtest.URL(t)
 	db := openURL(t, url)
-	b, err := os.ReadFile(filepath.Join("testdata", "schema-v7.sql"))
-	if err != nil {
+	oldSchema(t, db, 7)
+	if _, err := db.Exec(`INSERT INTO leaseq_jobs (queue, id, qty, payload, status, max_attempts, run_at, priority, due_at, ready, created_at, updated_at)
+		VALUES ('q', 'later', 1, 'd', 'pending', 3, 5000, 0, 5000, 0, 1000, 1000)`); err != nil {
 		t.Fatal(err)
-	}
-	for _, s := range append(append([]string{stmt("schema_table")}, splitSQL(string(b))...),
-		"INSERT INTO leaseq_schema (version) VALUES (7)",
-		`INSERT INTO leaseq_jobs (queue, id, qty, payload, status, max_attempts, run_at, priority, due_at, ready, created_at, updated_at)
-		 VALUES ('q', 'later', 1, 'd', 'pending', 3, 5000, 0, 5000, 0, 1000, 1000)`) {
-		if _, err := db.Exec(s); err != nil {
-			t.Fatalf("the version-7 database: %v\n%s", err, s)
-		}
 	}
 	const all = "SELECT * FROM leaseq_jobs ORDER BY seq"
 	before := dump(t, db, all)
