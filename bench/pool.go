@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/leaseq/leaseq"
@@ -180,30 +179,10 @@ func sleepMode(engine string, open func() *leaseq.Queue) {
 		engine, k, roundAll(rates), median(rates), median(rates)/10000, estimates, median(estimates))
 }
 
-// poolRate fills q with k jobs, runs them through Work(100) whose handler
-// calls h, and returns jobs/s, timed until the k-th handler returned; then
-// closes q and its database.
+// poolRate runs k jobs through Work(100) on q whose handler calls h
+// (workRateWith) and returns jobs/s; then closes q and its database.
 func poolRate(q *leaseq.Queue, k int, h func()) float64 {
-	fillLeaseq(q, k)
-	var done atomic.Int64
-	all := make(chan struct{})
-	ctx, cancel := context.WithCancel(context.Background())
-	returned := make(chan error, 1)
-	start := time.Now()
-	go func() {
-		returned <- q.Work(ctx, leaseq.WorkerOptions{Owner: "bench", Concurrency: 100, Logger: quiet},
-			func(context.Context, leaseq.Claim) error {
-				h()
-				if done.Add(1) == int64(k) {
-					close(all)
-				}
-				return nil
-			})
-	}()
-	<-all
-	rate := float64(k) / time.Since(start).Seconds()
-	cancel()
-	check(<-returned)
+	rate, _ := workRateWith(q, 100, k, h)
 	check(q.Close())
 	check(q.DB().Close())
 	return rate

@@ -134,8 +134,8 @@ func readReports(out io.Reader, add func(int)) {
 	}
 }
 
-// childReports prints how many jobs ran counts, each time it changed,
-// every reportEvery, until ctx ends; and once more at the end.
+// childReports prints ran's count on stdout, every reportEvery when it
+// changed, until ctx ends.
 func childReports(ctx context.Context, ran *atomic.Int64) {
 	t := time.NewTicker(reportEvery)
 	defer t.Stop()

@@ -105,9 +105,14 @@ func workRate(name string, g, k int) (rate float64, cpuPerJob time.Duration) {
 }
 
 // workRateOn enqueues k jobs into q and runs them through Work with
-// concurrency g: jobs/s from Work's start until it returned, and the
-// process CPU time per job.
+// concurrency g and a no-op handler: jobs/s from Work's start until it
+// returned, and the process CPU time per job.
 func workRateOn(q *leaseq.Queue, g, k int) (rate float64, cpuPerJob time.Duration) {
+	return workRateWith(q, g, k, func() {})
+}
+
+// workRateWith is workRateOn with a handler that calls h.
+func workRateWith(q *leaseq.Queue, g, k int, h func()) (rate float64, cpuPerJob time.Duration) {
 	fillLeaseq(q, k)
 	var done atomic.Int64
 	all := make(chan struct{})
@@ -118,6 +123,7 @@ func workRateOn(q *leaseq.Queue, g, k int) (rate float64, cpuPerJob time.Duratio
 	go func() {
 		returned <- q.Work(ctx, leaseq.WorkerOptions{Owner: "bench", Concurrency: g, Logger: quiet},
 			func(context.Context, leaseq.Claim) error {
+				h()
 				if done.Add(1) == int64(k) {
 					close(all)
 				}
