@@ -78,7 +78,10 @@
 //
 // The pool and pg-pool modes (pool.go) measure the pool's batched writes
 // (rule 48) against hand loops, and its heartbeats' write transactions;
-// pg-procs (procs.go) four processes of Work(16) against four of River.
+// sleep and pg-sleep only the sleeping Work(100) of each, with what bounds
+// it; pg-procs (procs.go) four processes of Work(16) against four of
+// River. The PostgreSQL modes print what their targets would cost the
+// machine's CPU at the rate they ask for (printBudget).
 //
 // The orders and pg-orders modes (orders.go) measure the service's own
 // transactions: InTx, FinishTx and EnqueueTx beside a pool of long
@@ -196,6 +199,10 @@ func main() {
 			poolMode()
 		case "pg-pool":
 			pgPoolMode()
+		case "sleep":
+			sqliteSleepMode()
+		case "pg-sleep":
+			pgSleepMode()
 		case "pg-procs":
 			pgProcsMode()
 		case "pg-work":

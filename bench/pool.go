@@ -6,12 +6,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/leaseq/leaseq"
+	"github.com/leaseq/leaseq/internal/sqlite"
 )
 
 // The pool and pg-pool modes measure rule 48 (the pool writes in batches):
@@ -24,10 +28,12 @@ import (
 //	         lease, 1 s heartbeat) in write transactions per second, counted
 //	         by the file change counter read by another process; and
 //	         Work(100) whose handler sleeps 10 ms, against the 10,000 jobs/s
-//	         that 100 slots allow.
+//	         that 100 slots allow, with what bounds it (sleepMode).
 //	pg-pool  on PostgreSQL: the same heartbeats, counted as the write
 //	         transactions the server assigned (its next transaction ID),
 //	         and the sleeping Work(100).
+//	sleep, pg-sleep
+//	         the sleeping Work(100) alone, on SQLite and on PostgreSQL.
 
 func poolMode() {
 	k := n(20000)
@@ -55,7 +61,7 @@ func poolMode() {
 	perSec := heartbeatWrites(q, func() uint64 { return uint64(childChangeCounter(path)) })
 	check(q.DB().Close())
 	fmt.Printf("  heartbeats of 1,000 running handlers (lease 3s, heartbeat 1s): %.2f write transactions/s (target <= 2)\n", perSec)
-	sleepMode("sqlite", func() *leaseq.Queue { return newLeaseq("pool-sleep.db", "FULL", leaseq.Options{}) })
+	sqliteSleepMode()
 }
 
 func pgPoolMode() {
@@ -69,7 +75,7 @@ func pgPoolMode() {
 	perSec := heartbeatWrites(q, nextXID)
 	closeLeaseq(q)
 	fmt.Printf("\n== pg-pool\n  heartbeats of 1,000 running handlers (lease 3s, heartbeat 1s): %.2f write transactions/s (target <= 2)\n", perSec)
-	sleepMode("postgres", func() *leaseq.Queue { q, _ := pgLeaseq("pool_sleep", 120); return q })
+	pgSleepMode()
 }
 
 // commitCeiling returns an upper bound of what Work(16) can gain on the
@@ -158,25 +164,239 @@ func heartbeatWrites(q *leaseq.Queue, commits func() uint64) float64 {
 
 // sleepMode runs Work(100) whose handler sleeps 10 ms over a few rounds
 // on fresh queues and prints its rate against the 10,000 jobs/s that 100
-// slots allow. Each round first runs Work(100) with a no-op handler on a
-// queue of its own: its cycles carry about 100 results and 100 claims, as
-// the sleeping pool's do when its handlers, started together by one cycle,
-// return together; a slot then waits about that cycle's time T between one
-// job and the next, so the sleeping pool's rate is about 10 ms / (10 ms +
-// T) of 10,000 jobs/s, with T = 100 / the no-op rate (an estimate, not a
-// bound: the sleeping pool's cycles carry fewer results when its handlers'
-// returns spread).
-func sleepMode(engine string, open func() *leaseq.Queue) {
+// slots allow, and beside it what bounds that rate.
+//
+// A slot that frees waits at least for the cycle that records its result
+// and claims its next job, which starts after it freed (a claim fills only
+// free slots: rule 28), and that cycle ends with a commit. So at 8,500
+// jobs/s (0.85) a slot may wait 100/8,500 s − 10 ms = 1.76 ms per job on
+// average, and no more. The mode prints, from the medians of the rounds:
+//
+//   - any pool: a bare commit's latency (one row updated), measured after
+//     each round, is the least a slot can wait: <= 100 / (10 ms + commit).
+//   - cycles one at a time: no-op pools of 1 to 100 slots (cycleCosts)
+//     give what a cycle of k results and k claims costs, fitted as
+//     C + c·k, and sleepBound the most that cycles of that cost allow when
+//     they run one after another. On SQLite the cost is the write
+//     transaction's, BEGIN to COMMIT, and the bound holds for any pool
+//     (SQLite has one writer); on PostgreSQL it is the pool's whole cycle
+//     (no-op pool's time per cycle), a bound of Work as built, which runs
+//     one step at a time.
+//   - cycles at once: the biggest no-op pool whose cycles take at most
+//     1.76 ms, and what a job costs there in CPU (this process, and the
+//     server's), against the machine's cores — a bound even for a pool
+//     that ran several small cycles at once.
+func sleepMode(engine string, open func() *leaseq.Queue, s sleepProbe) {
 	k := n(20000)
-	var rates, estimates []float64
+	var rates, commits []float64
+	var costs [][]cycleCost
 	for range *rounds {
-		noop := poolRate(open(), k, func() {})
-		estimates = append(estimates, 0.010/(0.010+100/noop))
+		costs = append(costs, cycleCosts(open, s))
 		rates = append(rates, poolRate(open(), k, func() { time.Sleep(10 * time.Millisecond) }))
+		commits = append(commits, s.commit().Seconds())
 	}
-	fmt.Printf("  %s: Work(100), handler sleeping 10ms, %d jobs: rounds %v jobs/s, median %.0f: %.2f of 10,000 (target >= 0.85); "+
-		"estimate from the no-op Work(100)'s time per 100 jobs: rounds %.2f, median %.2f\n",
-		engine, k, roundAll(rates), median(rates), median(rates)/10000, estimates, median(estimates))
+	fmt.Printf("  %s: Work(100), handler sleeping 10ms, %d jobs: rounds %v jobs/s, median %.0f: %.2f of 10,000 (target >= 0.85)\n",
+		engine, k, roundAll(rates), median(rates), median(rates)/10000)
+	c := median(commits)
+	fmt.Printf("    bare commit after each round: %v, median %v; any pool that claims only for free slots (rule 28): <= %.0f jobs/s, %.2f of 10,000\n",
+		durationsOf(commits), time.Duration(c*1e9).Round(time.Microsecond), 100/(0.010+c), 100/(0.010+c)/10000)
+	printCycleCosts(engine, costs)
+}
+
+// sweepSizes are the no-op pools' sizes that cycleCosts runs.
+var sweepSizes = []int{1, 2, 4, 8, 16, 32, 64, 100}
+
+// cycleCost is what the cycles of a no-op Work(n) cost: results per cycle
+// (k, when the probe counts cycles; else n), time per cycle (n / the rate:
+// how long a slot waits between jobs), the write transaction's time per
+// cycle (0 when the probe cannot tell), and CPU per job of this process
+// and of the server (0 when not known).
+type cycleCost struct {
+	n, k           float64
+	turn, write    float64 // seconds
+	cpu, serverCPU float64 // seconds per job
+}
+
+// cycleCosts runs a no-op Work(n) on a fresh queue for each of sweepSizes,
+// min(20,000, 500·n) jobs each (scaled).
+func cycleCosts(open func() *leaseq.Queue, s sleepProbe) []cycleCost {
+	var out []cycleCost
+	for _, size := range sweepSizes {
+		k := min(n(20000), n(500*size))
+		q := open()
+		fillLeaseq(q, k)
+		stop := s.observe()
+		server0 := s.serverCPU()
+		rate, cpu := workFilled(q, size, k, func() {})
+		txs, write := stop()
+		c := cycleCost{n: float64(size), k: float64(size), turn: float64(size) / rate, cpu: cpu.Seconds(),
+			serverCPU: (s.serverCPU() - server0) / float64(k)}
+		if txs > 0 {
+			c.k, c.write = float64(k)/float64(txs), write.Seconds()/float64(txs)
+		}
+		check(q.Close())
+		check(q.DB().Close())
+		out = append(out, c)
+	}
+	return out
+}
+
+// printCycleCosts prints the median over rounds of each size's costs, and
+// the bounds they put on the sleeping Work(100).
+func printCycleCosts(engine string, rounds [][]cycleCost) {
+	med := make([]cycleCost, len(sweepSizes))
+	for i := range sweepSizes {
+		pick := func(f func(cycleCost) float64) float64 {
+			var xs []float64
+			for _, r := range rounds {
+				xs = append(xs, f(r[i]))
+			}
+			return median(xs)
+		}
+		med[i] = cycleCost{n: float64(sweepSizes[i]), k: pick(func(c cycleCost) float64 { return c.k }),
+			turn: pick(func(c cycleCost) float64 { return c.turn }), write: pick(func(c cycleCost) float64 { return c.write }),
+			cpu: pick(func(c cycleCost) float64 { return c.cpu }), serverCPU: pick(func(c cycleCost) float64 { return c.serverCPU })}
+	}
+	fmt.Printf("    no-op Work(n), medians: n, results per cycle, time per cycle, write transaction per cycle, CPU per job here, server CPU per job\n")
+	us := func(x float64) string { return fmt.Sprintf("%.0fµs", x*1e6) }
+	for _, c := range med {
+		fmt.Printf("      %3.0f %6.1f %9s %9s %7s %7s\n", c.n, c.k, us(c.turn), us(c.write), us(c.cpu), us(c.serverCPU))
+	}
+	wait := 100.0/8500 - 0.010 // what a slot may wait per job at 0.85
+	if med[0].write > 0 {
+		C, c := fitLine(med, func(c cycleCost) float64 { return c.write })
+		x := sleepBound(100, 0.010, C, c)
+		fmt.Printf("    %s, one writer (any pool): write transaction W(k) = %v + %v·k; <= %.0f jobs/s, %.2f of 10,000\n", engine,
+			time.Duration(C*1e9).Round(time.Microsecond), time.Duration(c*1e9).Round(100*time.Nanosecond), x, x/10000)
+	} else {
+		C, c := fitLine(med, func(c cycleCost) float64 { return c.turn })
+		x := sleepBound(100, 0.010, C, c)
+		fmt.Printf("    %s, one step at a time (Work as built): time per cycle T(k) = %v + %v·k; <= %.0f jobs/s, %.2f of 10,000\n", engine,
+			time.Duration(C*1e9).Round(time.Microsecond), time.Duration(c*1e9).Round(100*time.Nanosecond), x, x/10000)
+	}
+	var fit *cycleCost
+	for i := range med {
+		if med[i].turn <= wait {
+			fit = &med[i]
+		}
+	}
+	if fit == nil {
+		fmt.Printf("    %s: no no-op pool's cycle took <= %v (a slot's wait at 0.85): not even one job per cycle\n", engine, time.Duration(wait*1e9).Round(time.Microsecond))
+		return
+	}
+	perJob := fit.cpu + fit.serverCPU
+	fmt.Printf("    %s: the biggest cycles within %v: n=%.0f, %v per cycle; CPU per job there %s here + %s server: <= %.0f jobs/s on %d cores, %.2f of 10,000\n",
+		engine, time.Duration(wait*1e9).Round(time.Microsecond), fit.n, time.Duration(fit.turn*1e9).Round(time.Microsecond), us(fit.cpu), us(fit.serverCPU),
+		float64(runtime.NumCPU())/perJob, runtime.NumCPU(), float64(runtime.NumCPU())/perJob/10000)
+}
+
+// fitLine fits y(c) = C + c·k over cs by least squares.
+func fitLine(cs []cycleCost, y func(cycleCost) float64) (C, c float64) {
+	var sx, sy, sxx, sxy float64
+	for _, p := range cs {
+		sx, sy, sxx, sxy = sx+p.k, sy+y(p), sxx+p.k*p.k, sxy+p.k*y(p)
+	}
+	m := float64(len(cs))
+	c = (m*sxy - sx*sy) / (m*sxx - sx*sx)
+	return (sy - c*sx) / m, c
+}
+
+// A sleepProbe measures an engine for sleepMode: observe starts counting
+// the pool's write transactions and their time from BEGIN to COMMIT, and
+// stop returns them (0, 0: the engine cannot tell); serverCPU is the
+// server's CPU time so far, in seconds (0: not known); commit is the
+// median latency of a bare write transaction, one row updated and
+// committed.
+type sleepProbe struct {
+	observe   func() (stop func() (txs int64, write time.Duration))
+	serverCPU func() float64
+	commit    func() time.Duration
+}
+
+func sqliteSleepMode() {
+	bares := 0
+	sleepMode("sqlite", func() *leaseq.Queue {
+		return newLeaseq(fmt.Sprintf("pool-sleep-%d.db", sleeps.Add(1)), "FULL", leaseq.Options{})
+	}, sleepProbe{
+		observe: func() func() (int64, time.Duration) {
+			var txs, write atomic.Int64
+			restore := sqlite.ObserveTxs(func(t sqlite.TxTimes) { txs.Add(1); write.Add(int64(t.Begin + t.Run + t.End)) })
+			return func() (int64, time.Duration) { restore(); return txs.Load(), time.Duration(write.Load()) }
+		},
+		serverCPU: func() float64 { return 0 },
+		commit: func() time.Duration {
+			bares++
+			b := newBare(fmt.Sprintf("pool-sleep-bare-%d.db", bares), "FULL")
+			defer b.db.Close()
+			return medianLatency(func() { b.commit() })
+		},
+	})
+}
+
+// sleeps numbers the sleeping modes' SQLite files, each fresh.
+var sleeps atomic.Int64
+
+func pgSleepMode() {
+	s := server()
+	sleepMode("postgres", func() *leaseq.Queue { q, _ := pgLeaseq("pool_sleep", 120); return q }, sleepProbe{
+		observe:   func() func() (int64, time.Duration) { return func() (int64, time.Duration) { return 0, 0 } },
+		serverCPU: s.serverCPU,
+		commit: func() time.Duration {
+			d := newPGDatabase("pool_sleep_bare")
+			db := s.open(d.name)
+			defer db.Close()
+			_, err := db.Exec("CREATE TABLE bare (id int PRIMARY KEY, n int NOT NULL); INSERT INTO bare VALUES (1, 0)")
+			check(err)
+			return medianLatency(func() { _, err := db.Exec("UPDATE bare SET n = n + 1 WHERE id = 1"); check(err) })
+		},
+	})
+}
+
+// medianLatency is the median time of 301 calls of f.
+func medianLatency(f func()) time.Duration {
+	ds := make([]time.Duration, 301)
+	for i := range ds {
+		t0 := time.Now()
+		f()
+		ds[i] = time.Since(t0)
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2]
+}
+
+// sleepBound is the most jobs per second that slots slots running handlers
+// of run seconds each can do when every write transaction costs at least
+// commit seconds plus perJob seconds for each job whose result it records
+// and whose successor it claims, and the transactions run one at a time
+// (SQLite's one writer). At x jobs/s in n cycles a second, a slot waits on
+// average at least commit + perJob·x/n (a job of a bigger cycle than the
+// mean waits longer, so the mean of what jobs wait is at least the mean
+// cycle's time), and n·commit + x·perJob <= 1 second; so slots/x − run >=
+// commit / (1 − x·perJob). The largest such x, by bisection (the left side
+// falls and the right rises as x grows).
+func sleepBound(slots, run, commit, perJob float64) float64 {
+	lo, hi := 0.0, slots/run
+	if perJob > 0 {
+		hi = min(hi, 1/perJob)
+	}
+	for range 100 {
+		x := (lo + hi) / 2
+		if slots/x-run >= commit/(1-x*perJob) {
+			lo = x
+		} else {
+			hi = x
+		}
+	}
+	return lo
+}
+
+// durationsOf rounds seconds to durations of 10 µs, for printing.
+func durationsOf(secs []float64) []time.Duration {
+	ds := make([]time.Duration, len(secs))
+	for i, s := range secs {
+		ds[i] = time.Duration(s * 1e9).Round(10 * time.Microsecond)
+	}
+	return ds
 }
 
 // poolRate runs k jobs through Work(100) on q whose handler calls h

@@ -111,10 +111,14 @@ func pgWorkMode() {
 	k := n(20000)
 	var cpu, riverCPU []time.Duration
 	var lqCost, riverCost []pgCounts
+	var workServer, riverRates []float64
 	runRounds(fmt.Sprintf("pg-work: the worker pool end to end on PostgreSQL, %d jobs, no-op handler, pools of %d connections", k, pgWorkConns), []measure{
 		{"leaseq Work, Concurrency 16", "jobs/s", func() float64 {
 			q, d := pgLeaseq("work_leaseq", pgWorkConns)
-			r, c := workRateOn(q, 16, k)
+			fillLeaseq(q, k)
+			server0 := server().serverCPU()
+			r, c := workFilled(q, 16, k, func() {})
+			workServer = append(workServer, (server().serverCPU()-server0)/float64(k))
 			closeLeaseq(q)
 			cpu = append(cpu, c)
 			lqCost = append(lqCost, d.perJob(k))
@@ -126,6 +130,7 @@ func pgWorkMode() {
 			pool.Close()
 			riverCPU = append(riverCPU, c)
 			riverCost = append(riverCost, d.perJob(k))
+			riverRates = append(riverRates, r)
 			return r
 		}},
 	}, []ratio{
@@ -134,6 +139,9 @@ func pgWorkMode() {
 	fmt.Printf("  CPU per job of this process: Work(16) %v, River(16) %v (medians)\n",
 		time.Duration(median(durations(cpu))), time.Duration(median(durations(riverCPU))))
 	fmt.Printf("  per job, enqueueing included, Work(16): %v; River(16): %v (medians)\n", medianCounts(lqCost), medianCounts(riverCost))
+	if w := median(workServer); w > 0 {
+		printBudget("Work(16)", 2*median(riverRates), median(durations(cpu))/1e9+w)
+	}
 }
 
 // pgBatchMode inserts batches of 100 from one goroutine: EnqueueBatch

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -32,15 +33,15 @@ const pgProcs = 4
 func pgProcsMode() {
 	s := server()
 	k := n(20000)
-	var lqCPU, riverCPU []float64
+	var lqCPU, riverCPU, lqProcs, riverProcs, rates []float64
 	runRounds(fmt.Sprintf("pg-procs: %d processes on one server, %d jobs, no-op handler, pools of %d connections each", pgProcs, k, pgWorkConns), []measure{
 		{fmt.Sprintf("leaseq %d × Work(16)", pgProcs), "jobs/s", func() float64 {
 			q, d := pgLeaseq("procs_leaseq", pgWorkConns)
 			fillLeaseq(q, k)
 			closeLeaseq(q)
 			cpu0 := s.serverCPU()
-			r := runChildren("leaseq", s.url(d.name), k)
-			lqCPU = append(lqCPU, (s.serverCPU()-cpu0)/float64(k))
+			r, c := runChildren("leaseq", s.url(d.name), k)
+			lqCPU, lqProcs = append(lqCPU, (s.serverCPU()-cpu0)/float64(k)), append(lqProcs, c/float64(k))
 			return r
 		}},
 		{fmt.Sprintf("River %d × 16 workers", pgProcs), "jobs/s", func() float64 {
@@ -57,15 +58,27 @@ func pgProcsMode() {
 			}
 			pool.Close()
 			cpu0 := s.serverCPU()
-			r := runChildren("river", s.url(d.name), k)
-			riverCPU = append(riverCPU, (s.serverCPU()-cpu0)/float64(k))
+			r, c := runChildren("river", s.url(d.name), k)
+			riverCPU, riverProcs = append(riverCPU, (s.serverCPU()-cpu0)/float64(k)), append(riverProcs, c/float64(k))
+			rates = append(rates, r)
 			return r
 		}},
 	}, []ratio{
 		{fmt.Sprintf("leaseq %d × Work(16) / River %d × 16", pgProcs, pgProcs), 0, 1, ">= 1.5"},
 	})
 	us := func(xs []float64) time.Duration { return time.Duration(median(xs) * float64(time.Second)) }
-	fmt.Printf("  server CPU per job (medians): leaseq %v, River %v\n", us(lqCPU), us(riverCPU))
+	fmt.Printf("  server CPU per job (medians): leaseq %v, River %v; the processes' own (start-up included): leaseq %v, River %v\n",
+		us(lqCPU), us(riverCPU), us(lqProcs), us(riverProcs))
+	printBudget(fmt.Sprintf("leaseq %d × Work(16)", pgProcs), 1.5*median(rates), median(lqCPU)+median(lqProcs))
+}
+
+// printBudget prints how many of the machine's cores what a job costs in
+// CPU (perJob seconds: the server's and the client processes') takes at
+// rate jobs/s: a rate that would take more than all of them cannot be
+// reached on this machine without making jobs cheaper.
+func printBudget(what string, rate, perJob float64) {
+	fmt.Printf("  %s at the target rate, %.0f jobs/s, with its CPU per job (server + processes) %v: %.2f of the %d cores\n",
+		what, rate, time.Duration(perJob*1e9).Round(time.Microsecond), rate*perJob, runtime.NumCPU())
 }
 
 // runChildren runs pgProcs processes of kind on the database at url until
@@ -78,7 +91,7 @@ func pgProcsMode() {
 // differently (leaseq's Stats counts the pending jobs; River's count(*)
 // reads the completed ones), which polled by four processes every 20 ms
 // took more of the server than either pool's own statements.
-func runChildren(kind, url string, k int) float64 {
+func runChildren(kind, url string, k int) (rate, cpu float64) {
 	self, err := os.Executable()
 	check(err)
 	start := time.Now()
@@ -117,8 +130,9 @@ func runChildren(kind, url string, k int) float64 {
 	<-readersDone
 	for _, cmd := range cmds {
 		check(cmd.Wait())
+		cpu += (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 	}
-	return float64(k) / time.Since(start).Seconds()
+	return float64(k) / time.Since(start).Seconds(), cpu
 }
 
 // readReports passes on what each line a child printed adds to its

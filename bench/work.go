@@ -114,6 +114,11 @@ func workRateOn(q *leaseq.Queue, g, k int) (rate float64, cpuPerJob time.Duratio
 // workRateWith is workRateOn with a handler that calls h.
 func workRateWith(q *leaseq.Queue, g, k int, h func()) (rate float64, cpuPerJob time.Duration) {
 	fillLeaseq(q, k)
+	return workFilled(q, g, k, h)
+}
+
+// workFilled is workRateWith on a queue that holds its k jobs already.
+func workFilled(q *leaseq.Queue, g, k int, h func()) (rate float64, cpuPerJob time.Duration) {
 	var done atomic.Int64
 	all := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
