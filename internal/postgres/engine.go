@@ -109,13 +109,14 @@ const schemaLock = 0x6c65617365710a // "leaseq\n"
 // (rule 50) and leaseq_paused (rule 54), which leaseq_claim_jobs reads; 7
 // has leaseq_purged_token read before it updates and set no planner
 // settings (an Enqueue's server time in it: a tenth, from a sixth); 8
-// keeps leaseq_sweep's scans to their indexes (enable_seqscan off).
+// keeps leaseq_sweep's scans to their indexes (enable_seqscan off); 9
+// counts a pool step's finishes once per step, not by the trigger per row.
 // Every version's script
 // runs on any older schema, as it creates what is missing and replaces
 // every function and trigger. It is PostgreSQL's own number: SQLite's
 // schema is numbered apart. Exported for the root package (Migrate's
 // answer, the read-only check).
-const SchemaCurrent = 8
+const SchemaCurrent = 9
 
 // SchemaCurrent is the schema version this package writes.
 func (e *Engine) SchemaCurrent() int { return SchemaCurrent }

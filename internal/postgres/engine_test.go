@@ -395,3 +395,75 @@ func TestEngineCycles(t *testing.T) {
 	}
 	t.Logf("%d of %d finishes settled alone", alone.Load(), len(jobs))
 }
+
+// TestPoolStepCountsOnce: a pool step counts its accepted finishes once,
+// by itself, and the trigger none of them; a refused finish counts
+// nothing; the job its claim's sweep quarantines, and a job finished later
+// in the same transaction by another statement, are counted by the
+// trigger, as the setting that holds it off ends with the finishes.
+func TestPoolStepCountsOnce(t *testing.T) {
+	e, db := testEngine(t)
+	ctx := context.Background()
+	clock := e.ServerClock()
+	q := engine.Queue{Name: "c", Clock: engine.Clock{Now: func() int64 { return clock.Now().UnixMilli() }, Server: true}}
+	now := q.Clock.Now()
+	last := job("x", now)
+	last.MaxAttempts = 1
+	jobs := []engine.JobRow{job("a", now), job("b", now), job("c", now), job("d", now), last}
+	if _, err := e.JobInsertMany(ctx, engine.JobInsertManyParams{Queue: q, Jobs: jobs}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := e.JobClaim(ctx, engine.JobClaimParams{Queue: q, Owner: "w", Lease: 60_000, Max: 3})
+	if err != nil || len(cs) != 3 {
+		t.Fatalf("claim: %+v, %v", cs, err)
+	}
+	// x's lease ended with its one attempt spent: the step's sweep
+	// quarantines it.
+	if _, err := db.Exec(`UPDATE leaseq_jobs SET status = 'leased', owner = 'v', token = 1, attempts = 1, lease_until = 0 WHERE id = 'x'`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	ids, owners, tokens := []string{cs[0].ID, cs[1].ID, cs[2].ID}, []string{"w", "w", "w"}, []int64{cs[0].Token, cs[1].Token, cs[2].Token + 1}
+	rows, err := tx.QueryContext(ctx, stmt("pool_step"), "c", ids, owners, tokens, []string{"w"}, []int64{60_000}, []int32{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var finished, claimed int
+	for rows.Next() {
+		var req int
+		var seq int64
+		var id, owner string
+		var qty, token int64
+		var payload []byte
+		var attempts, priority, maxAttempts int
+		var leaseUntil, deadline, created, runAt sql.NullInt64
+		var kind string
+		if err := rows.Scan(&req, &seq, &id, &owner, &qty, &payload, &token, &attempts, &leaseUntil, &deadline, &priority, &kind, &created, &runAt, &maxAttempts); err != nil {
+			t.Fatal(err)
+		}
+		if req == 0 {
+			finished++
+		} else {
+			claimed++
+		}
+	}
+	if err := rows.Err(); err != nil || finished != 2 || claimed != 1 {
+		t.Fatalf("step: %d finished, %d claimed, %v; want 2 and 1 (the third finish has a stale token)", finished, claimed, err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE leaseq_jobs SET status = 'done' WHERE id = $1`, ids[2]); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	const counts = "SELECT status, sum(n) FROM leaseq_counts GROUP BY status ORDER BY status"
+	const rowsByStatus = "SELECT status, count(*) AS sum FROM leaseq_jobs WHERE status IN ('done', 'quarantined') GROUP BY status ORDER BY status"
+	want := "status=done sum=3\nstatus=quarantined sum=1\n"
+	if got, rows := dump(t, db, counts), dump(t, db, rowsByStatus); got != want || rows != want {
+		t.Fatalf("counts %q, rows %q; want both %q", got, rows, want)
+	}
+}

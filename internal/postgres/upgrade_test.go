@@ -180,7 +180,8 @@ func TestEngineMigrateFromV6(t *testing.T) {
 // TestEngineMigrateFromV7: a database of schema version 7, as
 // testdata/schema-v7.sql (that version's script, kept as it was) creates
 // it, is upgraded: its rows stay as they were, leaseq_sweep gets version
-// 8's enable_seqscan = off, and a claim, which sweeps, still works.
+// 8's enable_seqscan = off (kept since), and a claim, which sweeps, still
+// works.
 func TestEngineMigrateFromV7(t *testing.T) {
 	url := pgtest.URL(t)
 	db := openURL(t, url)
@@ -197,8 +198,8 @@ func TestEngineMigrateFromV7(t *testing.T) {
 	if err := e.SchemaMigrate(ctx); err != nil {
 		t.Fatalf("migration from version 7: %v", err)
 	}
-	if v, err := e.SchemaVersion(ctx); err != nil || v != 8 {
-		t.Fatalf("version after the upgrade: %d, %v; want 8", v, err)
+	if v, err := e.SchemaVersion(ctx); err != nil || v != SchemaCurrent {
+		t.Fatalf("version after the upgrade: %d, %v; want %d", v, err, SchemaCurrent)
 	}
 	if after := dump(t, db, all); after != before {
 		t.Fatalf("the upgrade changed rows:\n got\n%s want\n%s", after, before)
@@ -211,6 +212,52 @@ func TestEngineMigrateFromV7(t *testing.T) {
 	cs, err := e.JobClaim(ctx, engine.JobClaimParams{Queue: fixedQueue("q", &now), Owner: "w", Lease: 1000, Max: 1})
 	if err != nil || len(cs) != 1 || cs[0].ID != "later" {
 		t.Fatalf("claim after the upgrade: %+v, %v; want the job that came due", cs, err)
+	}
+}
+
+// TestEngineMigrateFromV8: a database of schema version 8 with jobs done
+// and counted by the trigger row by row is upgraded: its rows and counts
+// stay as they were, the trigger gets version 9's leaseq.counted condition,
+// and a pool step's finishes on it are counted once each, by the step.
+func TestEngineMigrateFromV8(t *testing.T) {
+	url := pgtest.URL(t)
+	db := openURL(t, url)
+	oldSchema(t, db, 8)
+	if _, err := db.Exec(`INSERT INTO leaseq_jobs (queue, id, qty, payload, status, owner, token, attempts, max_attempts, lease_until, due_at, ready, created_at, updated_at)
+		VALUES ('s', 'a', 1, 'd', 'leased', 'w', 1, 1, 3, 9000000000000, 0, 0, 0, 0),
+		       ('s', 'b', 1, 'd', 'leased', 'w', 1, 1, 3, 9000000000000, 0, 0, 0, 0),
+		       ('s', 'c', 1, 'd', 'leased', 'w', 1, 1, 3, 9000000000000, 0, 0, 0, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE leaseq_jobs SET status = 'done' WHERE id = 'a'`); err != nil { // counted by version 8's trigger
+		t.Fatal(err)
+	}
+	const all = "SELECT * FROM leaseq_jobs ORDER BY seq"
+	const counts = "SELECT status, sum(n) FROM leaseq_counts GROUP BY status ORDER BY status"
+	before, countsBefore := dump(t, db, all), dump(t, db, counts)
+	e := New(db)
+	t.Cleanup(e.Release)
+	ctx := context.Background()
+	if err := e.SchemaMigrate(ctx); err != nil {
+		t.Fatalf("migration from version 8: %v", err)
+	}
+	if v, err := e.SchemaVersion(ctx); err != nil || v != SchemaCurrent {
+		t.Fatalf("version after the upgrade: %d, %v; want %d", v, err, SchemaCurrent)
+	}
+	if after, countsAfter := dump(t, db, all), dump(t, db, counts); after != before || countsAfter != countsBefore {
+		t.Fatalf("the upgrade changed rows or counts:\n got\n%s%s want\n%s%s", after, countsAfter, before, countsBefore)
+	}
+	if got := dump(t, db, "SELECT pg_get_triggerdef(oid) LIKE '%leaseq.counted%' AS counted FROM pg_trigger WHERE tgname = 'leaseq_counts_update'"); got != "counted=true\n" {
+		t.Fatalf("leaseq_counts_update after the upgrade: %q; want version 9's condition", got)
+	}
+	server := engine.Queue{Name: "s", Clock: engine.Clock{Now: func() int64 { return 0 }, Server: true}}
+	cy, err := e.JobCycle(ctx, engine.JobCycleParams{Queue: server, Owner: "w", Lease: 1000, Results: []engine.Fenced{
+		{Kind: engine.FenceFinish, ID: "b", Owner: "w", Token: 1}, {Kind: engine.FenceFinish, ID: "c", Owner: "w", Token: 1}}})
+	if err != nil || !cy.Settled[0].OK || !cy.Settled[1].OK {
+		t.Fatalf("pool step after the upgrade: %+v, %v; want both finishes accepted", cy, err)
+	}
+	if got := dump(t, db, counts); got != "status=done sum=3\n" {
+		t.Fatalf("counts after the step: %q; want 3 done", got)
 	}
 }
 

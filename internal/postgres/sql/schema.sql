@@ -1,4 +1,4 @@
--- The create script, version 8 (SchemaCurrent; the version is the row of
+-- The create script, version 9 (SchemaCurrent; the version is the row of
 -- leaseq_schema, written by SchemaMigrate). It holds several statements,
 -- split at semicolons outside $$-quoted bodies, run in one transaction under
 -- schema_lock. Every version's script runs on any older schema, as it creates
@@ -345,9 +345,14 @@ BEGIN
   RETURN NULL;
 END $$;
 
+-- A statement that counts its rows itself (leaseq_pool_step's finishes)
+-- says so in the transaction's setting leaseq.counted, and the trigger
+-- leaves its rows alone: one count for the statement instead of one per row,
+-- which cost a fifth of the server's time per job of a pool (version 9).
 CREATE OR REPLACE TRIGGER leaseq_counts_update AFTER UPDATE OF status ON leaseq_jobs FOR EACH ROW
   WHEN (OLD.status <> NEW.status
-        AND (OLD.status IN ('done', 'quarantined') OR NEW.status IN ('done', 'quarantined')))
+        AND (OLD.status IN ('done', 'quarantined') OR NEW.status IN ('done', 'quarantined'))
+        AND current_setting('leaseq.counted', true) IS DISTINCT FROM 'yes')
   EXECUTE FUNCTION leaseq_count();
 
 CREATE OR REPLACE TRIGGER leaseq_counts_delete AFTER DELETE ON leaseq_jobs FOR EACH ROW
@@ -373,19 +378,32 @@ AS $$
 #variable_conflict use_column
 DECLARE
   t bigint := leaseq_now();
+  finished bigint;
 BEGIN
   -- A row another transaction holds is skipped, not waited for: the
   -- finish of a row an operator locked would hold up every finish and
   -- claim of the step. Its caller settles it alone (cycle.go).
-  RETURN QUERY
-  UPDATE leaseq_jobs j SET status = 'done', ready = 0, updated_at = t
-  WHERE j.seq = ANY (ARRAY(SELECT d.seq FROM leaseq_jobs d
-                  JOIN unnest(f_ids, f_owners, f_tokens) AS c(id, owner, token)
-                    ON d.queue = p_queue AND d.id = c.id AND d.owner = c.owner AND d.token = c.token
-                  WHERE d.status = 'leased' AND d.lease_until > t AND (d.deadline IS NULL OR d.deadline > t)
-                  FOR UPDATE OF d SKIP LOCKED))
-  RETURNING 0, j.seq, j.id, j.owner, j.qty, NULL::bytea, j.token, j.attempts, j.lease_until, j.deadline, j.priority,
-            j.kind, j.created_at, j.run_at, j.max_attempts;
+  -- Every row it updates goes from leased to done: it counts them once,
+  -- after, and leaseq_counts_update leaves them alone meanwhile (the
+  -- setting ends with the transaction, and is cleared before the claim,
+  -- whose sweep may quarantine jobs the trigger counts).
+  IF array_length(f_ids, 1) > 0 THEN
+    PERFORM set_config('leaseq.counted', 'yes', true);
+    RETURN QUERY
+    UPDATE leaseq_jobs j SET status = 'done', ready = 0, updated_at = t
+    WHERE j.seq = ANY (ARRAY(SELECT d.seq FROM leaseq_jobs d
+                    JOIN unnest(f_ids, f_owners, f_tokens) AS c(id, owner, token)
+                      ON d.queue = p_queue AND d.id = c.id AND d.owner = c.owner AND d.token = c.token
+                    WHERE d.status = 'leased' AND d.lease_until > t AND (d.deadline IS NULL OR d.deadline > t)
+                    FOR UPDATE OF d SKIP LOCKED))
+    RETURNING 0, j.seq, j.id, j.owner, j.qty, NULL::bytea, j.token, j.attempts, j.lease_until, j.deadline, j.priority,
+              j.kind, j.created_at, j.run_at, j.max_attempts;
+    GET DIAGNOSTICS finished = ROW_COUNT;
+    PERFORM set_config('leaseq.counted', '', true);
+    IF finished > 0 THEN
+      PERFORM leaseq_count_add(p_queue, 'done', finished);
+    END IF;
+  END IF;
   FOR i IN 1 .. coalesce(array_length(c_owners, 1), 0) LOOP
     RETURN QUERY
     SELECT i, r.seq, r.id, c_owners[i], r.qty, r.payload, r.token, r.attempts, r.lease_until, r.deadline, r.priority,
