@@ -81,7 +81,8 @@
 // sleep and pg-sleep only the sleeping Work(100) of each, with what bounds
 // it; pg-procs (procs.go) four processes of Work(16) against four of
 // River. The PostgreSQL modes print what their targets would cost the
-// machine's CPU at the rate they ask for (printBudget).
+// machine's CPU at the rate they ask for (printBudget). pg-schema8
+// (schema8.go) measures PostgreSQL schema version 9 against version 8.
 //
 // The orders and pg-orders modes (orders.go) measure the service's own
 // transactions: InTx, FinishTx and EnqueueTx beside a pool of long
@@ -199,6 +200,8 @@ func main() {
 			poolMode()
 		case "pg-pool":
 			pgPoolMode()
+		case "pg-schema8":
+			pgSchema8Mode()
 		case "sleep":
 			sqliteSleepMode()
 		case "pg-sleep":

@@ -182,10 +182,11 @@ func heartbeatWrites(q *leaseq.Queue, commits func() uint64) float64 {
 //     (SQLite has one writer); on PostgreSQL it is the pool's whole cycle
 //     (no-op pool's time per cycle), a bound of Work as built, which runs
 //     one step at a time.
-//   - cycles at once: the biggest no-op pool whose cycles take at most
-//     1.76 ms, and what a job costs there in CPU (this process, and the
-//     server's), against the machine's cores — a bound even for a pool
-//     that ran several small cycles at once.
+//   - cycles at once (PostgreSQL, which takes several writers): the
+//     biggest no-op pool whose cycles take at most 1.76 ms, and what a job
+//     costs there in CPU (this process, and the server's), against the
+//     machine's cores — a bound even for a pool that ran several small
+//     cycles at once.
 func sleepMode(engine string, open func() *leaseq.Queue, s sleepProbe) {
 	k := n(20000)
 	var rates, commits []float64
@@ -244,6 +245,23 @@ func cycleCosts(open func() *leaseq.Queue, s sleepProbe) []cycleCost {
 // printCycleCosts prints the median over rounds of each size's costs, and
 // the bounds they put on the sleeping Work(100).
 func printCycleCosts(engine string, rounds [][]cycleCost) {
+	med := medianCosts(rounds)
+	fmt.Printf("    no-op Work(n), medians: n, results per cycle, time per cycle, write transaction per cycle, CPU per job here, server CPU per job\n")
+	us := func(x float64) string { return fmt.Sprintf("%.0fµs", x*1e6) }
+	for _, c := range med {
+		fmt.Printf("      %3.0f %6.1f %9s %9s %7s %7s\n", c.n, c.k, us(c.turn), us(c.write), us(c.cpu), us(c.serverCPU))
+	}
+	if med[0].write > 0 {
+		oneWriterBound(engine, med)
+		return
+	}
+	oneStepBound(engine, med)
+	atOnceBound(engine, med)
+}
+
+// medianCosts is, for each of sweepSizes, the median of each cost over
+// rounds.
+func medianCosts(rounds [][]cycleCost) []cycleCost {
 	med := make([]cycleCost, len(sweepSizes))
 	for i := range sweepSizes {
 		pick := func(f func(cycleCost) float64) float64 {
@@ -257,38 +275,54 @@ func printCycleCosts(engine string, rounds [][]cycleCost) {
 			turn: pick(func(c cycleCost) float64 { return c.turn }), write: pick(func(c cycleCost) float64 { return c.write }),
 			cpu: pick(func(c cycleCost) float64 { return c.cpu }), serverCPU: pick(func(c cycleCost) float64 { return c.serverCPU })}
 	}
-	fmt.Printf("    no-op Work(n), medians: n, results per cycle, time per cycle, write transaction per cycle, CPU per job here, server CPU per job\n")
-	us := func(x float64) string { return fmt.Sprintf("%.0fµs", x*1e6) }
-	for _, c := range med {
-		fmt.Printf("      %3.0f %6.1f %9s %9s %7s %7s\n", c.n, c.k, us(c.turn), us(c.write), us(c.cpu), us(c.serverCPU))
-	}
-	wait := 100.0/8500 - 0.010 // what a slot may wait per job at 0.85
-	if med[0].write > 0 {
-		C, c := fitLine(med, func(c cycleCost) float64 { return c.write })
-		x := sleepBound(100, 0.010, C, c)
-		fmt.Printf("    %s, one writer (any pool): write transaction W(k) = %v + %v·k; <= %.0f jobs/s, %.2f of 10,000\n", engine,
-			time.Duration(C*1e9).Round(time.Microsecond), time.Duration(c*1e9).Round(100*time.Nanosecond), x, x/10000)
-	} else {
-		C, c := fitLine(med, func(c cycleCost) float64 { return c.turn })
-		x := sleepBound(100, 0.010, C, c)
-		fmt.Printf("    %s, one step at a time (Work as built): time per cycle T(k) = %v + %v·k; <= %.0f jobs/s, %.2f of 10,000\n", engine,
-			time.Duration(C*1e9).Round(time.Microsecond), time.Duration(c*1e9).Round(100*time.Nanosecond), x, x/10000)
-	}
+	return med
+}
+
+// slotWait is what a slot of the sleeping Work(100) may wait per job at
+// 0.85 of the 10,000 jobs/s: 100 / 8,500 s − 10 ms.
+const slotWait = 100.0/8500 - 0.010
+
+// oneWriterBound prints the bound of the sleeping Work(100) that the
+// write transactions of the no-op pools med put on any pool of an engine
+// with one writer, and how long the smallest of them took.
+func oneWriterBound(engine string, med []cycleCost) {
+	C, c := fitLine(med, func(c cycleCost) float64 { return c.write })
+	x := sleepBound(100, 0.010, C, c)
+	fmt.Printf("    %s, one writer (any pool): write transaction W(k) = %v + %v·k; <= %.0f jobs/s, %.2f of 10,000; "+
+		"W of %.1f results: %v (a slot may wait %v)\n", engine, seconds(C), seconds(c), x, x/10000, med[0].k, seconds(med[0].write), seconds(slotWait))
+}
+
+// oneStepBound prints the bound of the sleeping Work(100) that the no-op
+// pools' cycles med put on Work as built, one step at a time.
+func oneStepBound(engine string, med []cycleCost) {
+	C, c := fitLine(med, func(c cycleCost) float64 { return c.turn })
+	x := sleepBound(100, 0.010, C, c)
+	fmt.Printf("    %s, one step at a time (Work as built): time per cycle T(k) = %v + %v·k; <= %.0f jobs/s, %.2f of 10,000\n",
+		engine, seconds(C), seconds(c), x, x/10000)
+}
+
+// atOnceBound prints the bound of the sleeping Work(100) that CPU puts on
+// a pool that ran several cycles at once: its cycles must take at most
+// slotWait, and cost the CPU per job of the biggest no-op pool of med whose
+// cycles did.
+func atOnceBound(engine string, med []cycleCost) {
 	var fit *cycleCost
 	for i := range med {
-		if med[i].turn <= wait {
+		if med[i].turn <= slotWait {
 			fit = &med[i]
 		}
 	}
 	if fit == nil {
-		fmt.Printf("    %s: no no-op pool's cycle took <= %v (a slot's wait at 0.85): not even one job per cycle\n", engine, time.Duration(wait*1e9).Round(time.Microsecond))
+		fmt.Printf("    %s, cycles at once: no no-op pool's cycle took <= %v, not even one of 1 job (%v)\n", engine, seconds(slotWait), seconds(med[0].turn))
 		return
 	}
-	perJob := fit.cpu + fit.serverCPU
-	fmt.Printf("    %s: the biggest cycles within %v: n=%.0f, %v per cycle; CPU per job there %s here + %s server: <= %.0f jobs/s on %d cores, %.2f of 10,000\n",
-		engine, time.Duration(wait*1e9).Round(time.Microsecond), fit.n, time.Duration(fit.turn*1e9).Round(time.Microsecond), us(fit.cpu), us(fit.serverCPU),
-		float64(runtime.NumCPU())/perJob, runtime.NumCPU(), float64(runtime.NumCPU())/perJob/10000)
+	perJob, cores := fit.cpu+fit.serverCPU, float64(runtime.NumCPU())
+	fmt.Printf("    %s, cycles at once: the biggest within %v: n=%.0f, %v per cycle; CPU per job there %v here + %v server: <= %.0f jobs/s on %.0f cores, %.2f of 10,000\n",
+		engine, seconds(slotWait), fit.n, seconds(fit.turn), seconds(fit.cpu), seconds(fit.serverCPU), cores/perJob, cores, cores/perJob/10000)
 }
+
+// seconds is s seconds as a duration, rounded to 100 ns for printing.
+func seconds(s float64) time.Duration { return time.Duration(s * 1e9).Round(100 * time.Nanosecond) }
 
 // fitLine fits y(c) = C + c·k over cs by least squares.
 func fitLine(cs []cycleCost, y func(cycleCost) float64) (C, c float64) {
