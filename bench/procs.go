@@ -83,7 +83,8 @@ func printBudget(what string, rate, perJob float64) {
 
 // runChildren runs pgProcs processes of kind on the database at url until
 // their handlers ran k jobs in all, and returns k over the time from the
-// first start until the last process exited, its results written. Each
+// first start until the last process exited, its results written, and the
+// CPU time, in seconds, that the processes used from start to exit. Each
 // process reports how many its handlers ran on its stdout (childReports);
 // once they add up to k, every process is told to stop by the end of its
 // stdin. Neither side polls the database for its progress: a count of

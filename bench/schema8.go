@@ -3,7 +3,8 @@ package main
 import (
 	"fmt"
 	"os"
-	"strings"
+
+	"github.com/leaseq/leaseq/internal/postgres"
 )
 
 // pgSchema8Mode measures what PostgreSQL schema version 9 changed: Work(16)
@@ -24,7 +25,7 @@ func pgSchema8Mode() {
 		for v, old := range []bool{false, true} {
 			q, _ := pgLeaseq("schema8", pgWorkConns)
 			if old {
-				for _, st := range sqlStatements(string(script)) {
+				for _, st := range postgres.SplitSQL(string(script)) {
 					_, err := q.DB().Exec(st)
 					check(err)
 				}
@@ -41,32 +42,4 @@ func pgSchema8Mode() {
 	fmt.Printf("  current: %.0f jobs/s, median %.0f; server CPU per job %.0f µs, median %.0f\n", rates[0], median(rates[0]), cpus[0], median(cpus[0]))
 	fmt.Printf("  version 8: %.0f jobs/s, median %.0f; server CPU per job %.0f µs, median %.0f\n", rates[1], median(rates[1]), cpus[1], median(cpus[1]))
 	fmt.Printf("  server CPU per job, current less version 8, each round: %.0f µs, median %.1f\n", diffs, median(diffs))
-}
-
-// sqlStatements splits a schema script at the semicolons outside its
-// $$-quoted bodies and its comments, as the engine runs it.
-func sqlStatements(script string) []string {
-	var out []string
-	var cur strings.Builder
-	quoted := false
-	for i := 0; i < len(script); i++ {
-		switch {
-		case strings.HasPrefix(script[i:], "$$"):
-			quoted = !quoted
-			cur.WriteString("$$")
-			i++
-		case !quoted && strings.HasPrefix(script[i:], "--"):
-			for i < len(script) && script[i] != '\n' {
-				i++
-			}
-		case !quoted && script[i] == ';':
-			if st := strings.TrimSpace(cur.String()); st != "" {
-				out = append(out, st)
-			}
-			cur.Reset()
-		default:
-			cur.WriteByte(script[i])
-		}
-	}
-	return out
 }

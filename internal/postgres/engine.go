@@ -183,7 +183,7 @@ func migrateTx(ctx context.Context, tx engine.Execer) error {
 	case v > SchemaCurrent:
 		return newerSchema(v)
 	}
-	for _, s := range splitSQL(stmt("schema")) {
+	for _, s := range SplitSQL(stmt("schema")) {
 		if _, err := tx.ExecContext(ctx, s); err != nil {
 			return fmt.Errorf("creating the schema: %w", err)
 		}
@@ -197,9 +197,10 @@ func newerSchema(v int) error {
 	return engine.Invalid("database schema version is %d, this leaseq knows version %d and older", v, SchemaCurrent)
 }
 
-// splitSQL splits a script into statements at semicolons outside comments
-// and $$-quoted function bodies.
-func splitSQL(script string) []string {
+// SplitSQL splits a script into statements at semicolons outside comments
+// and $$-quoted function bodies. Exported for the bench, which runs an old
+// version's script over a database (its pg-schema8 mode).
+func SplitSQL(script string) []string {
 	var out []string
 	var b strings.Builder
 	quoted := false

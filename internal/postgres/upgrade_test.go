@@ -26,7 +26,7 @@ func oldSchema(t *testing.T, db *sql.DB, v int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stmts := append([]string{stmt("schema_table")}, splitSQL(string(b))...)
+	stmts := append([]string{stmt("schema_table")}, SplitSQL(string(b))...)
 	for _, s := range append(stmts, fmt.Sprintf("INSERT INTO leaseq_schema (version) VALUES (%d)", v)) {
 		if _, err := db.Exec(s); err != nil {
 			t.Fatalf("the version-%d script: %v\n%s", v, err, s)
