@@ -230,11 +230,11 @@ func cycleCosts(open func() *leaseq.Queue, s sleepProbe) []cycleCost {
 		server0 := s.serverCPU()
 		rate, cpu := workFilled(q, size, k, func() {})
 		txs, write := stop()
-		c := cycleCost{n: float64(size), k: float64(size), turn: float64(size) / rate, cpu: cpu.Seconds(),
-			serverCPU: (s.serverCPU() - server0) / float64(k)}
+		c := cycleCost{n: float64(size), k: float64(size), cpu: cpu.Seconds(), serverCPU: (s.serverCPU() - server0) / float64(k)}
 		if txs > 0 {
 			c.k, c.write = float64(k)/float64(txs), write.Seconds()/float64(txs)
 		}
+		c.turn = c.k / rate
 		check(q.Close())
 		check(q.DB().Close())
 		out = append(out, c)
