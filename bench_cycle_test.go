@@ -3,7 +3,6 @@ package leaseq_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -115,15 +114,7 @@ func loopCycleRun(b *testing.B, q *leaseq.Queue) {
 // TestObserveTxs: the observer BenchmarkWorkCycleParts relies on is told
 // of write transactions, with their parts, until it is stopped.
 func TestObserveTxs(t *testing.T) {
-	db, err := leaseq.Open(filepath.Join(t.TempDir(), "q.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	q, err := leaseq.New(context.Background(), db, leaseq.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := newBenchQueue(t, leaseq.Options{})
 	var mu sync.Mutex
 	var seen []leaseq.TxTimes
 	stop := leaseq.ObserveTxs(func(tt leaseq.TxTimes) { mu.Lock(); seen = append(seen, tt); mu.Unlock() })

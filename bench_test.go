@@ -29,7 +29,7 @@ var benchGoroutines = []int{1, 4, 16}
 var benchSizes = []int{10, 100, 1000}
 
 // newBenchQueue opens a queue on a fresh file with the system clock.
-func newBenchQueue(b *testing.B, opts leaseq.Options) *leaseq.Queue {
+func newBenchQueue(b testing.TB, opts leaseq.Options) *leaseq.Queue {
 	b.Helper()
 	db, err := leaseq.Open(filepath.Join(b.TempDir(), "q.db"))
 	if err != nil {

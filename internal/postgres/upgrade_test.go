@@ -192,15 +192,8 @@ func TestEngineMigrateFromV7(t *testing.T) {
 	}
 	const all = "SELECT * FROM leaseq_jobs ORDER BY seq"
 	before := dump(t, db, all)
-	e := New(db)
-	t.Cleanup(e.Release)
+	e := upgraded(t, db, 7)
 	ctx := context.Background()
-	if err := e.SchemaMigrate(ctx); err != nil {
-		t.Fatalf("migration from version 7: %v", err)
-	}
-	if v, err := e.SchemaVersion(ctx); err != nil || v != SchemaCurrent {
-		t.Fatalf("version after the upgrade: %d, %v; want %d", v, err, SchemaCurrent)
-	}
 	if after := dump(t, db, all); after != before {
 		t.Fatalf("the upgrade changed rows:\n got\n%s want\n%s", after, before)
 	}
@@ -235,15 +228,8 @@ func TestEngineMigrateFromV8(t *testing.T) {
 	const all = "SELECT * FROM leaseq_jobs ORDER BY seq"
 	const counts = "SELECT status, sum(n) FROM leaseq_counts GROUP BY status ORDER BY status"
 	before, countsBefore := dump(t, db, all), dump(t, db, counts)
-	e := New(db)
-	t.Cleanup(e.Release)
+	e := upgraded(t, db, 8)
 	ctx := context.Background()
-	if err := e.SchemaMigrate(ctx); err != nil {
-		t.Fatalf("migration from version 8: %v", err)
-	}
-	if v, err := e.SchemaVersion(ctx); err != nil || v != SchemaCurrent {
-		t.Fatalf("version after the upgrade: %d, %v; want %d", v, err, SchemaCurrent)
-	}
 	if after, countsAfter := dump(t, db, all), dump(t, db, counts); after != before || countsAfter != countsBefore {
 		t.Fatalf("the upgrade changed rows or counts:\n got\n%s%s want\n%s%s", after, countsAfter, before, countsBefore)
 	}
@@ -259,6 +245,22 @@ func TestEngineMigrateFromV8(t *testing.T) {
 	if got := dump(t, db, counts); got != "status=done sum=3\n" {
 		t.Fatalf("counts after the step: %q; want 3 done", got)
 	}
+}
+
+// upgraded migrates db, of schema version from, to SchemaCurrent with an
+// Engine released when t ends, and returns the Engine.
+func upgraded(t *testing.T, db *sql.DB, from int) *Engine {
+	t.Helper()
+	e := New(db)
+	t.Cleanup(e.Release)
+	ctx := context.Background()
+	if err := e.SchemaMigrate(ctx); err != nil {
+		t.Fatalf("migration from version %d: %v", from, err)
+	}
+	if v, err := e.SchemaVersion(ctx); err != nil || v != SchemaCurrent {
+		t.Fatalf("version after the upgrade: %d, %v; want %d", v, err, SchemaCurrent)
+	}
+	return e
 }
 
 // openURL opens the database at url, closed when t ends.

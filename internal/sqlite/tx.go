@@ -116,12 +116,14 @@ type TxTimes struct{ Begin, Run, End time.Duration }
 
 // txObserver, when set, is told every write transaction's TxTimes: for the
 // root's benchmark that splits a worker pool's cycle into its parts
-// (bench_cycle_test.go). Unset, writeTx reads no clock for it.
+// (bench_cycle_test.go), and the bench's sleeping pool, which times its
+// cycles' write transactions (bench/pool.go). Unset, writeTx reads no
+// clock for it.
 var txObserver atomic.Pointer[func(TxTimes)]
 
 // ObserveTxs has f told the TxTimes of every write transaction of every
 // engine from now on, and returns the function that stops it. For the
-// root's benchmarks.
+// benchmarks.
 func ObserveTxs(f func(TxTimes)) (restore func()) {
 	txObserver.Store(&f)
 	return func() { txObserver.Store(nil) }
