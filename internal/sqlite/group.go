@@ -87,7 +87,11 @@ type groupOp struct {
 	v     any     // the call's result, set before done is closed
 	err   error   // the call's outcome, set before done is closed
 	ran   bool    // run was called in the current transaction
-	done  chan struct{}
+	// waited is the SQLITE_BUSY that the last transaction the call ran in
+	// and that was tried again met (rule 47 in docs/rules.md); guarded by
+	// group.mu.
+	waited error
+	done   chan struct{}
 }
 
 // opState is where a groupOp is; it decides whether the caller may still
@@ -129,15 +133,26 @@ func grouped(q engine.Queue, share engine.Sharing) bool {
 // statements must run on: the committer's. idle, if not nil, may answer the
 // call from a read instead (errIdle).
 func groupTx[T any](ctx context.Context, e *Engine, q engine.Queue, idle idleFunc, fn txFunc[T]) (T, error) {
+	v, _, err := groupTxWaited(ctx, e, q, idle, fn)
+	return v, err
+}
+
+// groupTxWaited is groupTx, and the SQLITE_BUSY that a transaction the call
+// ran in before the one that answered it met (nil: none), for an answer
+// that its context ended to say what the call waited for (TxRun).
+func groupTxWaited[T any](ctx context.Context, e *Engine, q engine.Queue, idle idleFunc, fn txFunc[T]) (T, error, error) {
 	var zero T
 	if err := ctx.Err(); err != nil {
-		return zero, err
+		return zero, nil, err
 	}
 	op := &groupOp{ctx: ctx, idle: idle, idleKey: q.Name, now: q.Clock.Now, done: make(chan struct{}),
 		run: func(ctx context.Context, tx engine.Execer) (any, error) { return fn(ctx, tx) }}
 	v, err := e.group.join(e, op)
+	e.group.mu.Lock()
+	waited := op.waited
+	e.group.mu.Unlock()
 	t, _ := v.(T)
-	return t, err
+	return t, waited, err
 }
 
 // join puts op in the list, starts a committer if none runs, and waits for
@@ -445,6 +460,9 @@ func (g *group) putBack(ops []*groupOp) {
 			continue
 		}
 		op.state, op.v, op.err, op.ran = opWaiting, nil, nil, false
+		if g.waited != nil {
+			op.waited = g.waited
+		}
 		back = append(back, op)
 	}
 	g.waiting = append(back, g.waiting...)

@@ -19,9 +19,32 @@ func (e *Engine) TxRun(ctx context.Context, p engine.TxRunParams) (engine.TxOutc
 		return e.fnTx(ctx, run, tx, p)
 	}
 	if grouped(p.Queue, engine.ShareCalls) {
-		return groupTx(ctx, e, p.Queue, nil, body)
+		out, waited, err := groupTxWaited(ctx, e, p.Queue, nil, body)
+		return saysWaited(ctx, out, waited), err
 	}
-	return writeTx(ctx, e, write[engine.TxOutcome]{run: body})
+	var waited error
+	out, err := writeTx(ctx, e, write[engine.TxOutcome]{run: body,
+		busy: func(_ engine.TxOutcome, err error) bool { waited = err; return true }})
+	return saysWaited(ctx, out, waited), err
+}
+
+// saysWaited is out, whose try ended as its context did after an earlier
+// try met SQLITE_BUSY, waited: the context ended while the call waited for
+// the write lock, and its error says so (rule 47), as writeTx's does when
+// the wait itself is cut short. A try that ran after the lock was refused
+// and found the context ended (after Fn, or in a statement of Fn's, which
+// then returned the context's error) rolls its savepoint back and commits
+// nothing of it; its outcome, not a transaction error, carries the
+// context's.
+func saysWaited(ctx context.Context, out engine.TxOutcome, waited error) engine.TxOutcome {
+	cause := ctx.Err()
+	if waited == nil || cause == nil {
+		return out
+	}
+	if errors.Is(out.Err, cause) || errors.Is(out.FnErr, cause) {
+		out.Err, out.FnErr = lockWaitError(cause, waited), nil
+	}
+	return out
 }
 
 // fnTx is one try of TxRun in tx, whose statements run on run: the
