@@ -289,7 +289,7 @@ func (g *group) runReady(ctx context.Context, tx engine.Execer) ([]*groupOp, err
 	g.locking = false // the lock is held
 	g.mu.Unlock()
 	ops := g.takeReady()
-	if err := runOps(ctx, tx, ops); err != nil {
+	if err := g.runOps(ctx, tx, ops); err != nil {
 		return ops, err
 	}
 	if cancelledAfterRunning(ops) {
@@ -386,12 +386,14 @@ func cancelledAfterRunning(ops []*groupOp) bool {
 }
 
 // runOps runs the taken calls in order. A call whose context ended before its
-// turn is skipped. ErrDuplicate is the call's own outcome; any other error
-// ends the transaction.
-func runOps(ctx context.Context, tx engine.Execer, ops []*groupOp) error {
+// turn is skipped, its context's error its outcome (saying it waited for
+// the write lock if an earlier transaction it was taken into met
+// SQLITE_BUSY: rule 47 in docs/rules.md). ErrDuplicate is the call's own
+// outcome; any other error ends the transaction.
+func (g *group) runOps(ctx context.Context, tx engine.Execer, ops []*groupOp) error {
 	for _, op := range ops {
 		if err := op.ctx.Err(); err != nil {
-			op.err = err
+			op.err = g.leftErr(op, err)
 			continue
 		}
 		op.ran = true
@@ -452,10 +454,7 @@ func (g *group) putBack(ops []*groupOp) {
 	back := make([]*groupOp, 0, len(ops))
 	for _, op := range ops {
 		if err := op.ctx.Err(); err != nil {
-			if g.waited != nil { // its try met SQLITE_BUSY: say so (rule 47)
-				err = lockWaitError(err, g.waited)
-			}
-			op.v, op.err, op.state = nil, err, opLeft
+			op.v, op.err, op.state = nil, g.leftErrLocked(op, err), opLeft
 			close(op.done)
 			continue
 		}
@@ -466,6 +465,27 @@ func (g *group) putBack(ops []*groupOp) {
 		back = append(back, op)
 	}
 	g.waiting = append(back, g.waiting...)
+}
+
+// leftErr is the outcome of op, taken into a transaction, whose context
+// ended, cause, before it could commit: cause, saying that the call waited
+// for the write lock when the committer's last try, or an earlier
+// transaction op was taken into, met SQLITE_BUSY (rule 47).
+func (g *group) leftErr(op *groupOp, cause error) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.leftErrLocked(op, cause)
+}
+
+// leftErrLocked is leftErr with g.mu held.
+func (g *group) leftErrLocked(op *groupOp, cause error) error {
+	switch {
+	case g.waited != nil:
+		return lockWaitError(cause, g.waited)
+	case op.waited != nil:
+		return lockWaitError(cause, op.waited)
+	}
+	return cause
 }
 
 // deliver hands every call of a finished transaction its outcome: its own
