@@ -62,6 +62,17 @@ var chaosEngines = []chaosEngine{
 	},
 }
 
+// chaosServerClockPool is the pool of TestChaos that runs on the database
+// server's clock where there is one (PostgreSQL); the other runs on its
+// recording clock, as every process on SQLite does (chaosProc.queueClock).
+const chaosServerClockPool = "pool2"
+
+// onServerClock reports whether the process named owner runs on the
+// server's clock.
+func (e chaosEngine) onServerClock(owner string) bool {
+	return e.name == "postgres" && owner == chaosServerClockPool
+}
+
 // chaosEngineNamed is the chaos engine called name.
 func chaosEngineNamed(name string) (chaosEngine, error) {
 	for _, e := range chaosEngines {
@@ -82,27 +93,43 @@ func chaosEngineNamed(name string) (chaosEngine, error) {
 // trigger takes its seq while the change holds the row's lock (or before
 // the new row is visible to anyone), and the next change of the row waits
 // for that lock until the commit. Across jobs, concurrent transactions may
-// commit in another order than their seqs.
+// commit in another order than their seqs. committed is the server's clock
+// as the transaction commits (a deferred trigger, run by COMMIT just
+// before the commit record), for the pools on the server's clock, whose
+// calls judge at an instant read before that (see readChaosAudit).
 var chaosAuditPostgresSQL = []string{`
 CREATE TABLE IF NOT EXISTS chaos_audit (
   seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, queue text NOT NULL, id text NOT NULL, old_status text NOT NULL,
   status text NOT NULL, owner text NOT NULL, old_token bigint NOT NULL, token bigint NOT NULL,
   attempts integer NOT NULL, lease_until bigint, deadline bigint, run_at bigint, reason text NOT NULL,
-  at bigint NOT NULL)`, `
+  at bigint NOT NULL, step integer NOT NULL DEFAULT 0, committed bigint)`, `
 CREATE OR REPLACE FUNCTION chaos_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  stack text;
 BEGIN
+  -- step: the change was made by a pool's step (leaseq_pool_step is on
+  -- the call stack), for checkChaosSteps.
+  GET DIAGNOSTICS stack = PG_CONTEXT;
   INSERT INTO chaos_audit (queue, id, old_status, status, owner, old_token, token, attempts, lease_until, deadline,
-    run_at, reason, at)
+    run_at, reason, at, step)
   VALUES (NEW.queue, NEW.id, CASE WHEN TG_OP = 'INSERT' THEN '' ELSE OLD.status END, NEW.status, NEW.owner,
     CASE WHEN TG_OP = 'INSERT' THEN NEW.token ELSE OLD.token END, NEW.token, NEW.attempts, NEW.lease_until,
-    NEW.deadline, NEW.run_at, NEW.reason, NEW.updated_at);
+    NEW.deadline, NEW.run_at, NEW.reason, NEW.updated_at, (position('leaseq_pool_step(' IN stack) > 0)::integer);
   RETURN NULL;
 END $$`, `
 CREATE OR REPLACE TRIGGER chaos_audit_update
 AFTER UPDATE OF status, owner, token, attempts, lease_until, run_at, reason, updated_at ON leaseq_jobs
 FOR EACH ROW EXECUTE FUNCTION chaos_audit()`, `
 CREATE OR REPLACE TRIGGER chaos_audit_insert AFTER INSERT ON leaseq_jobs
-FOR EACH ROW EXECUTE FUNCTION chaos_audit()`}
+FOR EACH ROW EXECUTE FUNCTION chaos_audit()`, `
+CREATE OR REPLACE FUNCTION chaos_audit_committed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE chaos_audit SET committed = floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint WHERE seq = NEW.seq;
+  RETURN NULL;
+END $$`, `
+DROP TRIGGER IF EXISTS chaos_audit_committed ON chaos_audit`, `
+CREATE CONSTRAINT TRIGGER chaos_audit_committed AFTER INSERT ON chaos_audit
+DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION chaos_audit_committed()`}
 
 func installChaosAudit(t *testing.T, db *sql.DB, e chaosEngine) {
 	t.Helper()

@@ -265,6 +265,9 @@ type histEvent struct {
 	// Raced marks an enqueue refused while a purge of its ID ran
 	// (racePurge): no generation, and no fault.
 	Raced bool `json:"raced,omitempty"`
+	// seq and committed: a call the checker took from the audit
+	// (auditRow's), 0 otherwise.
+	seq, committed int64
 }
 
 // instant is when a call ran. At is the queue clock reading its
@@ -335,7 +338,7 @@ func newChaosProc(t *testing.T) *chaosProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.q, err = newChaosQueue(p, db, p.clock); err != nil {
+	if p.q, err = newChaosQueue(p, db, p.queueClock()); err != nil {
 		t.Fatal(err)
 	}
 	// Each line is one write(2) on an O_APPEND file: once written it
@@ -348,6 +351,22 @@ func newChaosProc(t *testing.T) *chaosProc {
 	}
 	p.write(histEvent{Ev: "start", Owner: p.name, PID: os.Getpid()})
 	return p
+}
+
+// queueClock is the clock of the process's queue: the recording clock,
+// except that chaosServerClockPool runs on the server's clock on
+// PostgreSQL (rule 40 in docs/rules.md), as a service's would: a pool on
+// an injected clock runs each cycle as two transactions (rule 8: such a
+// clock is read once the rows are held), on the server's as one
+// statement, leaseq_pool_step, and the chaos exercises both. Its calls'
+// instants come from the audit, which has the server's, and its lines'
+// readings of this host's clock are the server's too, on one machine, up to
+// the millisecond they are truncated to.
+func (p *chaosProc) queueClock() leaseq.Clock {
+	if os.Getenv("LEASEQ_CHILD") == "chaos-pool" && p.engine.onServerClock(p.name) {
+		return nil
+	}
+	return p.clock
 }
 
 // openBusy is leaseq.Open, tried again while it finds the file busy. Open
@@ -1321,6 +1340,9 @@ type chaos struct {
 	// effects every row of the effects table.
 	audit   []auditRow
 	effects []effectRow
+	// onServerClock says which processes ran on the server's clock
+	// (chaosProc.queueClock; none in the checker's own cases).
+	onServerClock func(owner string) bool
 }
 
 // stopFile is the file whose existence asks the processes of role to stop.
@@ -1639,7 +1661,7 @@ func runChaos(t *testing.T, e chaosEngine) {
 	rcv := &receiver{qty: map[string]int{}}
 	srv := httptest.NewServer(rcv)
 	defer srv.Close()
-	c := &chaos{t: t, engine: e, dir: dir, where: e.fresh(t, dir), url: srv.URL,
+	c := &chaos{t: t, engine: e, onServerClock: e.onServerClock, dir: dir, where: e.fresh(t, dir), url: srv.URL,
 		live: map[string]*incarnation{}, soak: soak}
 	db, err := e.open(c.where)
 	if err != nil {
@@ -1707,6 +1729,9 @@ func runChaos(t *testing.T, e chaosEngine) {
 	elapsed := time.Since(began)
 	checkChaosCounts(t, db, q)
 	c.audit = readChaosAudit(t, db, q.Name())
+	if e.onServerClock(chaosServerClockPool) {
+		checkChaosSteps(t, c.audit)
+	}
 	c.effects = readChaosEffects(t, db)
 	c.report(checkHistory(t, q, c, jobs, rcv), elapsed)
 }
@@ -1732,6 +1757,36 @@ func checkChaosCounts(t *testing.T, db *sql.DB, q *leaseq.Queue) {
 		if counted != rows {
 			t.Errorf("Stats counts %d jobs %s; the rows say %d", counted, status, rows)
 		}
+	}
+}
+
+// checkChaosSteps fails t unless the calls of the pool on PostgreSQL's
+// server clock went through its step, leaseq_pool_step: every claim of it,
+// and some of its finishes (the rest are the finishes the step left to
+// JobSettle, of rows another transaction held); the other pool's cycles,
+// on its injected clock, are two transactions each and never the step. It
+// logs how many.
+func checkChaosSteps(t *testing.T, audit []auditRow) {
+	t.Helper()
+	var claims, stepClaims, finishes, stepFinishes, others int
+	for _, a := range audit {
+		if a.Owner != chaosServerClockPool {
+			// A step's sweep quarantines the rows of any owner: no call.
+			others += btoi(a.Step && a.call() != "")
+			continue
+		}
+		switch a.call() {
+		case "claim":
+			claims, stepClaims = claims+1, stepClaims+btoi(a.Step)
+		case "finish":
+			finishes, stepFinishes = finishes+1, stepFinishes+btoi(a.Step)
+		}
+	}
+	t.Logf("pool steps: %d of %s's %d claims, %d of its %d finishes", stepClaims, chaosServerClockPool, claims,
+		stepFinishes, finishes)
+	if claims == 0 || stepClaims != claims || stepFinishes == 0 || others != 0 {
+		t.Errorf("%s's calls did not all go through leaseq_pool_step (%d of %d claims, %d of %d finishes), "+
+			"or %d calls of others did", chaosServerClockPool, stepClaims, claims, stepFinishes, finishes, others)
 	}
 }
 
@@ -1906,7 +1961,8 @@ var chaosAuditSQL = []string{`
 CREATE TABLE IF NOT EXISTS chaos_audit (
   seq INTEGER PRIMARY KEY, queue TEXT NOT NULL, id TEXT NOT NULL, old_status TEXT NOT NULL, status TEXT NOT NULL,
   owner TEXT NOT NULL, old_token INTEGER NOT NULL, token INTEGER NOT NULL, attempts INTEGER NOT NULL,
-  lease_until INTEGER, deadline INTEGER, run_at INTEGER, reason TEXT NOT NULL, at INTEGER NOT NULL)`, `
+  lease_until INTEGER, deadline INTEGER, run_at INTEGER, reason TEXT NOT NULL, at INTEGER NOT NULL,
+  step INTEGER NOT NULL DEFAULT 0, committed INTEGER)`, `
 CREATE TRIGGER IF NOT EXISTS chaos_audit_update
 AFTER UPDATE OF status, owner, token, attempts, lease_until, run_at, reason, updated_at ON leaseq_jobs
 BEGIN
@@ -1925,7 +1981,24 @@ END`}
 
 // auditRow is one committed change of a job: its state before (OldStatus,
 // OldToken) and after, and At, the clock reading the call judged by.
-// Times are Unix milliseconds, 0 for none.
+// Times are Unix milliseconds, 0 for none. Step: a pool's step made it
+// (PostgreSQL's leaseq_pool_step; never on SQLite). Committed: the
+// server's clock as its transaction committed (PostgreSQL), else 0.
+//
+// On an injected clock a call reads it once it holds the rows it changes,
+// so a job's changes are in the order of their instants. One pool on
+// PostgreSQL runs on the server's clock (chaosProc.queueClock), where a
+// statement judges at the instant it began (rule 8 in docs/rules.md), and
+// a transaction at its reading after its locks, before its other
+// statements and its COMMIT: a change may then commit after another of
+// the same row with a later instant (the step began before a heartbeat's
+// extension, and reached the row after it committed), and a call that
+// reads the row meanwhile does not see a change not yet committed whose
+// instant is earlier than its own (a release refused, once the lease had
+// ended, while the heartbeat that extended it had yet to commit). The
+// checker orders that pool's accepted calls of one claim by seq, and
+// judges its refusals without the changes that may not have been visible
+// yet.
 type auditRow struct {
 	Seq                          int64
 	ID, OldStatus, Status, Owner string
@@ -1934,6 +2007,8 @@ type auditRow struct {
 	LeaseUntil, Deadline, RunAt  int64
 	Reason                       string
 	At                           int64
+	Step                         bool
+	Committed                    int64
 }
 
 // readChaosAudit reads the audited changes of queue's jobs, in seq order.
@@ -1941,7 +2016,8 @@ type auditRow struct {
 func readChaosAudit(t *testing.T, db *sql.DB, queue string) []auditRow {
 	t.Helper()
 	rows, err := db.Query(`SELECT seq, id, old_status, status, owner, old_token, token, attempts,
-		coalesce(lease_until, 0), coalesce(deadline, 0), coalesce(run_at, 0), reason, at FROM chaos_audit
+		coalesce(lease_until, 0), coalesce(deadline, 0), coalesce(run_at, 0), reason, at, step = 1,
+		coalesce(committed, 0) FROM chaos_audit
 		WHERE queue = $1 ORDER BY seq`, queue)
 	if err != nil {
 		t.Fatalf("reading the audit: %v", err)
@@ -1951,7 +2027,7 @@ func readChaosAudit(t *testing.T, db *sql.DB, queue string) []auditRow {
 	for rows.Next() {
 		var a auditRow
 		if err := rows.Scan(&a.Seq, &a.ID, &a.OldStatus, &a.Status, &a.Owner, &a.OldToken, &a.Token, &a.Attempts,
-			&a.LeaseUntil, &a.Deadline, &a.RunAt, &a.Reason, &a.At); err != nil {
+			&a.LeaseUntil, &a.Deadline, &a.RunAt, &a.Reason, &a.At, &a.Step, &a.Committed); err != nil {
 			t.Fatalf("reading the audit: %v", err)
 		}
 		audit = append(audit, a)

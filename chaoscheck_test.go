@@ -132,6 +132,16 @@ import (
 //   - no handler went on after its lease ended without its context having
 //     ended (checkContext).
 //
+// On PostgreSQL one pool runs on the server's clock (chaosServerClockPool),
+// where a call judges at the instant its statement began, or a transaction
+// at its reading after its locks, before its COMMIT (rule 8 in
+// docs/rules.md). For its calls alone three allowances follow, and no
+// others: a claim's accepted calls are replayed in the order they
+// committed (inCommitOrder), a refusal is judged without the accepted
+// calls that may not have been visible to it yet (seenBy), and a claim's
+// instant may come up to chaosServerLag after its process ended or gave
+// the claim up (claimant, claimFailed).
+//
 // Effects (rule 46). A FinishTx handler writes an effects row (job, token,
 // owner) in the transaction of its job's fenced finish. An ID may have
 // several lives (purged, enqueued again), but its tokens go on rising
@@ -152,7 +162,7 @@ import (
 func checkHistory(t *testing.T, q *leaseq.Queue, c *chaos, jobs []leaseq.Job, rcv *receiver) chaosReport {
 	t.Helper()
 	restarts := slices.SortedFunc(slices.Values(c.restarts), func(a, b interval) int { return cmp.Compare(a.from, b.from) })
-	k := &checker{t: t, all: c.all, jobs: map[string]*jobLog{}, restarts: restarts,
+	k := &checker{t: t, all: c.all, jobs: map[string]*jobLog{}, restarts: restarts, onServerClock: c.onServerClock,
 		delivered: map[string]string{}, audit: c.audit, effects: c.effects, pools: map[*incarnation]*poolLog{}, runs: map[string]*workRun{},
 		poolNames: map[string]bool{},
 		rep: chaosReport{accepted: map[string]int{}, refused: map[string]int{}, unlogged: map[string]int{},
@@ -419,8 +429,12 @@ type checker struct {
 	auditOf     map[string][]auditRow
 	auditClaim  map[string]auditRow
 	pools       map[*incarnation]*poolLog
-	runs        map[string]*workRun // by opKey of the claim
-	poolNames   map[string]bool
+	// onServerClock says which processes ran on the server's clock, so
+	// that their calls' instants may be out of their commit order
+	// (auditRow); nil: none did.
+	onServerClock func(owner string) bool
+	runs          map[string]*workRun // by opKey of the claim
+	poolNames     map[string]bool
 }
 
 func (k *checker) bad(format string, args ...any) {
@@ -948,11 +962,12 @@ func (k *checker) replay(jl *jobLog, l *life) {
 	g, D := l.gen, l.gen.deadline()
 	L := l.claim.LeaseUntil
 	var refused *loggedOp
+	var accepted []leaseChange
 	for _, op := range l.calls {
 		k.count(op.Ev, op.OK)
 		lo, hi := op.bounds()
 		if !op.OK {
-			if why := k.fenceClosed(jl, l, hi, L, false); why == "" && !k.cancelledUnlogged(jl, g, hi) {
+			if why := k.fenceClosed(jl, l, hi, seenBy(accepted, lo, L), false); why == "" && !k.cancelledUnlogged(jl, g, hi) {
 				k.bad("%s: %s of token %d refused at %s while its lease was live until %d (deadline %d): nothing closed the fence",
 					jl.id, op.Ev, l.token, span(lo, hi), L, D)
 			}
@@ -965,6 +980,7 @@ func (k *checker) replay(jl *jobLog, l *life) {
 		if why := k.fenceClosed(jl, l, lo, L, true); why != "" {
 			k.bad("%s: %s of token %d by %s accepted at %s, but %s", jl.id, op.Ev, l.token, op.Owner, span(lo, hi), why)
 		}
+		accepted = append(accepted, leaseChange{committed: op.committed, before: L})
 		switch op.Ev {
 		case "extend":
 			L = k.checkExtend(jl, l, op)
@@ -981,6 +997,32 @@ func (k *checker) replay(jl *jobLog, l *life) {
 		}
 	}
 	l.leaseEnd = L
+}
+
+// leaseChange is an accepted call of a claim, as replay judges the calls
+// after it: when it committed (0: not known, as for every call not taken
+// from the audit) and the lease end before it.
+type leaseChange struct {
+	committed, before int64
+}
+
+// chaosVisibleSlack bounds how long after the audit's reading of the
+// server's clock at COMMIT (auditRow.Committed) the change may still be
+// unseen by other transactions: the commit record's flush (fsync is on)
+// and a server process descheduled before it makes the change visible.
+const chaosVisibleSlack = 100 * time.Millisecond
+
+// seenBy is the lease end L that a call which judged no earlier than lo
+// may have seen, given the accepted calls of its claim before it: the
+// lease end before the first of them that may not yet have been visible
+// then (PostgreSQL's pools: auditRow says why), else L.
+func seenBy(accepted []leaseChange, lo, L int64) int64 {
+	for _, c := range accepted {
+		if c.committed != 0 && c.committed >= lo-chaosVisibleSlack.Milliseconds() {
+			return c.before
+		}
+	}
+	return L
 }
 
 func span(lo, hi int64) string {
@@ -1861,7 +1903,11 @@ func (k *checker) synthesizePools() {
 		if kind == "extend" {
 			k.rep.pool.extends++
 		}
-		calls[l] = append(calls[l], &loggedOp{a.event(kind), l.claim.inc})
+		op := &loggedOp{a.event(kind), l.claim.inc}
+		if k.serverClock(a.Owner) {
+			op.seq, op.committed = a.Seq, a.Committed
+		}
+		calls[l] = append(calls[l], op)
 	}
 	for _, r := range k.runs {
 		l := k.job(r.run.Job).lives[r.run.Token]
@@ -1882,6 +1928,7 @@ func (k *checker) synthesizePools() {
 		slices.SortStableFunc(ops, func(a, b *loggedOp) int {
 			return cmp.Or(cmp.Compare(a.madeAt(), b.madeAt()), cmp.Compare(a.order(), b.order()))
 		})
+		inCommitOrder(ops)
 		for _, op := range ops {
 			k.index(op)
 		}
@@ -1890,6 +1937,24 @@ func (k *checker) synthesizePools() {
 		for _, op := range pl.delivers {
 			k.index(op)
 		}
+	}
+}
+
+// inCommitOrder puts the audited calls among ops, which are in the order
+// of their instants, in the order they committed (their seqs), in the
+// places they take: on the server's clock the two orders may differ
+// (auditRow says how). The refusals keep their places.
+func inCommitOrder(ops []*loggedOp) {
+	var at []int
+	var audited []*loggedOp
+	for i, op := range ops {
+		if op.seq != 0 {
+			at, audited = append(at, i), append(audited, op)
+		}
+	}
+	slices.SortStableFunc(audited, func(a, b *loggedOp) int { return cmp.Compare(a.seq, b.seq) })
+	for i, op := range audited {
+		ops[at[i]] = op
 	}
 }
 
@@ -1962,14 +2027,39 @@ func (a auditRow) event(kind string) histEvent {
 	return e
 }
 
-// claimant is the incarnation that made the audited claim a.
+// chaosServerLag bounds how long after a pool process last saw a
+// statement (it died, or gave the statement up when its drain time was
+// over, and then ended) the server may still begin it: the server's clock
+// is read as the statement begins (rule 8 in docs/rules.md), once its
+// backend, which may wait for a core, reads it.
+const chaosServerLag = 100 * time.Millisecond
+
+// serverClock reports whether the process named owner ran on the
+// server's clock.
+func (k *checker) serverClock(owner string) bool {
+	return k.onServerClock != nil && k.onServerClock(owner)
+}
+
+// lag is chaosServerLag in milliseconds for a process on the server's
+// clock, else 0: a process reads an injected clock before it sends the
+// statement.
+func (k *checker) lag(owner string) int64 {
+	if !k.serverClock(owner) {
+		return 0
+	}
+	return chaosServerLag.Milliseconds()
+}
+
+// claimant is the incarnation that made the audited claim a: on the
+// server's clock, one may have made a claim whose instant is up to lag
+// after its end.
 func (k *checker) claimant(a auditRow) *incarnation {
 	if r := k.runs[opKey(a.ID, a.Owner, a.Token)]; r != nil {
 		return r.inc
 	}
 	var found *incarnation
 	for _, inc := range k.all {
-		if inc.name != a.Owner || inc.began > a.At || inc.ended != 0 && inc.ended < a.At {
+		if inc.name != a.Owner || inc.began > a.At || inc.ended != 0 && inc.ended+k.lag(a.Owner) < a.At {
 			continue
 		}
 		if found == nil || inc.killed && !found.killed {
@@ -2027,11 +2117,12 @@ func (k *checker) undone(id string, l *life) bool {
 
 // claimFailed reports whether the pool's claim at instant at may have
 // failed with an error after it committed, so that Work never got its
-// jobs: Work logged a claim fault at or after at, and the pool made no
-// other claim in between (Work logs the fault before it claims again).
-func (pl *poolLog) claimFailed(at int64) bool {
+// jobs: Work logged a claim fault at or after at (or up to lag before it:
+// checker.lag), and the pool made no other claim in between (Work logs the fault
+// before it claims again).
+func (pl *poolLog) claimFailed(at, lag int64) bool {
 	for _, f := range pl.claimFaults {
-		if f >= at {
+		if f >= at-lag {
 			return !slices.ContainsFunc(pl.claims, func(c int64) bool { return at < c && c < f })
 		}
 	}
@@ -2057,7 +2148,7 @@ func (k *checker) checkPools() {
 			inc := l.claim.inc
 			switch {
 			case inc.role != "chaos-pool" || l.run != nil || inc.killed:
-			case k.pools[inc].claimFailed(l.claim.At):
+			case k.pools[inc].claimFailed(l.claim.At, k.lag(inc.name)):
 				k.rep.pool.claimedFaults++
 			case k.undone(id, l):
 				k.rep.pool.undone++
@@ -3996,4 +4087,42 @@ func wantViolation(t *testing.T, rep chaosReport, want string) {
 		}
 	}
 	t.Fatalf("violations: %q; want one containing %q", rep.violations, want)
+}
+
+// TestChaosServerClockOrder: the two allowances the checker makes for the
+// pools on the server's clock (auditRow says why), which the chaos meets
+// only now and then. inCommitOrder puts the audited calls of a claim in
+// their seq order in the places the instants gave them, and leaves the
+// refusals where they were; seenBy judges a refusal by the lease end
+// before the first accepted call that may not have been visible to it,
+// and by the last lease end when every one was, or when the calls carry
+// no commit time (the injected clocks).
+func TestChaosServerClockOrder(t *testing.T) {
+	op := func(ev string, seq int64) *loggedOp { return &loggedOp{histEvent: histEvent{Ev: ev, seq: seq}} }
+	finish, extend, refused := op("finish", 9), op("extend", 8), op("release", 0)
+	ops := []*loggedOp{finish, refused, extend} // by instant: the step's finish began first
+	inCommitOrder(ops)
+	if ops[0] != extend || ops[1] != refused || ops[2] != finish {
+		t.Errorf("inCommitOrder: got %s, %s, %s; want extend, release, finish", ops[0].Ev, ops[1].Ev, ops[2].Ev)
+	}
+
+	slack := chaosVisibleSlack.Milliseconds()
+	// An extension from 244 to 356, read at 206 and committed at 250: a
+	// refusal judged from 245 may not have seen it.
+	accepted := []leaseChange{{committed: 250, before: 244}}
+	for _, c := range []struct {
+		name      string
+		accepted  []leaseChange
+		lo, wantL int64
+	}{
+		{"committed after the refusal began", accepted, 245, 244},
+		{"committed exactly the slack before it", accepted, 250 + slack, 244},
+		{"committed more than the slack before it", accepted, 250 + slack + 1, 356},
+		{"no commit time", []leaseChange{{before: 244}}, 245, 356},
+		{"none accepted", nil, 245, 356},
+	} {
+		if got := seenBy(c.accepted, c.lo, 356); got != c.wantL {
+			t.Errorf("%s: seenBy = %d, want %d", c.name, got, c.wantL)
+		}
+	}
 }
