@@ -95,7 +95,7 @@ func chaosEngineNamed(name string) (chaosEngine, error) {
 // for that lock until the commit. Across jobs, concurrent transactions may
 // commit in another order than their seqs. committed is the server's clock
 // as the transaction commits (a deferred trigger, run by COMMIT just
-// before the commit record), for the pools on the server's clock, whose
+// before the commit record), for the pool on the server's clock, whose
 // calls judge at an instant read before that (see readChaosAudit).
 var chaosAuditPostgresSQL = []string{`
 CREATE TABLE IF NOT EXISTS chaos_audit (

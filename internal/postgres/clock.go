@@ -43,7 +43,6 @@ type serverClock struct {
 	e          *Engine
 	mu         sync.Mutex
 	offset     time.Duration // server minus host: the largest of readings
-	trip       time.Duration // how long the answer of offset's reading took
 	next       time.Duration // how old the last reading may be before the next
 	read       time.Time     // when the last reading was taken; zero: never
 	readings   []clockReading
@@ -112,8 +111,8 @@ func (c *serverClock) measured(ms int64, before, after time.Time, err error) {
 			return after.Sub(r.at) > serverClockSpan
 		}), clockReading{fromMillis(ms).Sub(after), after, after.Sub(before)})
 		best := slices.MaxFunc(c.readings, func(a, b clockReading) int { return cmp.Compare(a.offset, b.offset) })
-		c.offset, c.trip = best.offset, best.trip
-		if c.trip > serverClockTight {
+		c.offset = best.offset
+		if best.trip > serverClockTight {
 			c.next = min(max(2*c.next, serverClockRetry), serverClockRefresh)
 		} else {
 			c.next = serverClockRefresh
