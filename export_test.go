@@ -1,7 +1,10 @@
 package leaseq
 
 import (
+	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/leaseq/leaseq/internal/postgres"
@@ -52,3 +55,50 @@ func ObserveTxs(f func(TxTimes)) (restore func()) { return sqlite.ObserveTxs(f) 
 
 // PGSchemaCurrent is the PostgreSQL schema version this leaseq writes.
 const PGSchemaCurrent = postgres.SchemaCurrent
+
+// LeaseCheckRacer is a ManualClock that, once armed, moves itself onto an
+// instant right after a worker pool's loop read it to look for ended
+// leases: a Set that lands between that read and the loop's wait.
+type LeaseCheckRacer struct {
+	*ManualClock
+	to    atomic.Pointer[time.Time]
+	moved atomic.Bool
+}
+
+// NewLeaseCheckRacer returns a LeaseCheckRacer that reads t until moved.
+func NewLeaseCheckRacer(t time.Time) *LeaseCheckRacer {
+	return &LeaseCheckRacer{ManualClock: NewManualClock(t)}
+}
+
+// MoveAfterLeaseCheck arms c: the next read of a loop's lease check moves
+// c to t once it has read it.
+func (c *LeaseCheckRacer) MoveAfterLeaseCheck(t time.Time) { c.to.Store(&t) }
+
+// Moved reports whether an armed move was made.
+func (c *LeaseCheckRacer) Moved() bool { return c.moved.Load() }
+
+// Now reads the clock, then makes the armed move if a lease check reads it.
+func (c *LeaseCheckRacer) Now() time.Time {
+	now := c.ManualClock.Now()
+	if calledBy("leaseq.(*pool).fireEnds") {
+		if to := c.to.Swap(nil); to != nil {
+			c.ManualClock.Set(*to)
+			c.moved.Store(true)
+		}
+	}
+	return now
+}
+
+// calledBy reports whether fn (package-qualified) is on the caller's stack.
+func calledBy(fn string) bool {
+	pcs := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	for f, more := frames.Next(); ; f, more = frames.Next() {
+		if strings.HasSuffix(f.Function, "/"+fn) {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
+}

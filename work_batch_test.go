@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -231,6 +232,55 @@ func TestWorkLeaseEndAtLeaseUntil(t *testing.T) {
 			t.Fatalf("b's context ended (%v) before its LeaseUntil %v", err, b.c.LeaseUntil)
 		default:
 		}
+	})
+}
+
+// TestWorkLeaseEndMovedDuringCheck: a ManualClock that moves onto a lease
+// end just after the pool's loop read it to look for ended leases (and
+// found none) still ends that handler at once, with ErrLeaseLost: the loop
+// waits for the clock's next move as of before that read. A loop that took
+// it after the read waited on for a move that had come already
+// (TestWorkLeaseEndAtLeaseUntil's handler ran on for 20 s once, under
+// -race -count=20).
+func TestWorkLeaseEndMovedDuringCheck(t *testing.T) {
+	forEnginesInTurn(t, func(t *testing.T, e testEngine) {
+		clock := leaseq.NewLeaseCheckRacer(t0)
+		f := newFixture(t, e, leaseq.Options{Clock: clock})
+		started, ended := make(chan leaseq.Claim, 1), make(chan error, 1)
+		// Nothing but the clock ends the lease: no heartbeat, no poll.
+		opts := leaseq.WorkerOptions{Owner: "w", Lease: time.Hour, Heartbeat: 30 * time.Minute, PollInterval: time.Hour, DrainTimeout: 10 * time.Millisecond}
+		runWork(t, f.q, opts, func(ctx context.Context, c leaseq.Claim) error {
+			started <- c
+			<-ctx.Done()
+			ended <- context.Cause(ctx)
+			return nil
+		})
+		f.enqueue(leaseq.Job{ID: "a"})
+		a := waitFor(t, started, "a's handler to start")
+		waitLoopWaits(t)
+		clock.MoveAfterLeaseCheck(a.LeaseUntil)
+		clock.Set(a.LeaseUntil.Add(-time.Millisecond)) // wakes the loop, which looks at its lease ends
+		if err := waitFor(t, ended, "a's context to end once the clock moved onto its LeaseUntil"); !errors.Is(err, leaseq.ErrLeaseLost) {
+			t.Fatalf("a's cause %v, want ErrLeaseLost", err)
+		}
+		if !clock.Moved() {
+			t.Fatal("the clock did not move in the loop's lease check: the window was not tested")
+		}
+	})
+}
+
+// waitLoopWaits waits until a pool's loop waits in its select; its
+// handlers may be running.
+func waitLoopWaits(t *testing.T) {
+	t.Helper()
+	waitUntil(t, 10*time.Second, "the pool's loop to wait", func() bool {
+		states, tops := goroutineTops()
+		for i, top := range tops {
+			if top == poolFrame+"await" && strings.HasPrefix(states[i], "select") {
+				return true
+			}
+		}
+		return false
 	})
 }
 

@@ -130,15 +130,21 @@ func (p *pool) gather(l *loop) {
 // starts a cycle if one is due, and waits for the next event and handles
 // it.
 func (p *pool) await(l *loop) {
+	// The clock's next move is taken before fireEnds reads the clock: one
+	// taken after it would miss a move in between, and a ManualClock's
+	// lease end with it (only a later event would end that handler).
+	var moved <-chan struct{}
+	if mc, ok := p.q.clock.(movingClock); ok && p.ends.Len() > 0 {
+		moved = mc.changed()
+	}
 	p.fireEnds()
 	if l.over() {
 		return
 	}
 	l.next()
 	l.armEnd()
-	var moved <-chan struct{}
-	if mc, ok := p.q.clock.(movingClock); ok && p.ends.Len() > 0 {
-		moved = mc.changed()
+	if p.ends.Len() == 0 {
+		moved = nil
 	}
 	select {
 	case <-l.done:
