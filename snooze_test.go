@@ -66,6 +66,17 @@ func testSnooze(t *testing.T, eng testEngine) {
 			MaxAttempts: 3, LeaseUntil: f.get("a").LeaseUntil, RunAt: f.get("a").RunAt, EnqueuedAt: ms(0), UpdatedAt: ms(40)},
 			"max attempts", "failed")
 	})
+	t.Run("at MaxCount attempts", func(t *testing.T) {
+		// MaxAttempts stops rising at MaxCount, the largest PostgreSQL's
+		// integer column holds: a snooze there spends its attempt
+		// rather than fail, and the job is claimed again as usual.
+		f := newFixture(t, eng, leaseq.Options{})
+		f.enqueue(leaseq.Job{ID: "a", MaxAttempts: leaseq.MaxCount})
+		f.snooze(f.mustClaim("A", time.Second), 0, "not yet")
+		f.wantRow(leaseq.State{ID: "a", Status: leaseq.StatusPending, Owner: "A", Token: 1, Attempts: 1,
+			MaxAttempts: leaseq.MaxCount, LeaseUntil: ms(0), RunAt: ms(0), Reason: "not yet", EnqueuedAt: ms(0), UpdatedAt: ms(0)})
+		wantClaim(t, f.at(10).mustClaim("A", time.Second), "a", 2, 2, ms(1010))
+	})
 	t.Run("delay ending 1 ms before the deadline", func(t *testing.T) {
 		f := newFixture(t, eng, leaseq.Options{})
 		f.enqueue(leaseq.Job{ID: "a", Deadline: ms(1000)})
