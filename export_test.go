@@ -102,3 +102,20 @@ func calledBy(fn string) bool {
 		}
 	}
 }
+
+// heldCheckHooks are the functions OnHeldCheck registered, by owner.
+var heldCheckHooks sync.Map
+
+// OnHeldCheck registers f to be called by each check of the running claims
+// of every pool whose Owner is owner, between the check's snapshot of them
+// and its read, and returns the function that removes it.
+func OnHeldCheck(owner string, f func()) (remove func()) {
+	dispatch := func(owner string) {
+		if h, ok := heldCheckHooks.Load(owner); ok {
+			h.(func())()
+		}
+	}
+	heldCheckHook.CompareAndSwap(nil, &dispatch)
+	heldCheckHooks.Store(owner, f)
+	return func() { heldCheckHooks.Delete(owner) }
+}

@@ -3,6 +3,7 @@ package leaseq
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/leaseq/leaseq/internal/engine"
@@ -104,19 +105,19 @@ func (p *pool) doneByItself(c Claim) bool {
 
 // check reads which jobs are leased to the pool's owner, in one read, and
 // ends the handler of each running claim that is no longer among them with
-// its token (cancelled, or taken over) with ErrLeaseLost. A read that fails
-// changes nothing: the heartbeats still guard the leases.
+// its token (cancelled, or taken over) with ErrLeaseLost. Only a claim held
+// both before and after the read is judged: one started after the
+// snapshot may have been claimed after the read, and a handler that
+// returned meanwhile may have had its result recorded before it — neither
+// is a loss. A read that fails changes nothing: the heartbeats still guard
+// the leases.
 func (held *heldLeases) check(p *pool) {
-	held.mu.Lock()
-	hs := make([]heldLease, 0, len(held.m))
-	for _, h := range held.m {
-		if !h.hold.isDone() { // finished by its own FinishTx: not leased, and no loss
-			hs = append(hs, h)
-		}
-	}
-	held.mu.Unlock()
-	if len(hs) == 0 {
+	before := held.snapshot()
+	if len(before) == 0 {
 		return
+	}
+	if h := heldCheckHook.Load(); h != nil {
+		(*h)(p.opts.Owner)
 	}
 	ctx, cancel := context.WithTimeout(p.bg, recordTimeout)
 	defer cancel()
@@ -128,10 +129,33 @@ func (held *heldLeases) check(p *pool) {
 	for _, r := range rows {
 		tokens[r.ID] = r.Token
 	}
-	for _, h := range hs {
-		if token, ok := tokens[h.c.ID]; (!ok || token != h.c.Token) && !p.doneByItself(h.c) {
+	after := held.snapshot()
+	for id, h := range before {
+		if still, ok := after[id]; !ok || still.c.Token != h.c.Token {
+			continue
+		}
+		if token, ok := tokens[id]; (!ok || token != h.c.Token) && !p.doneByItself(h.c) {
 			p.log.Warn("leaseq: the job was taken from its handler (cancelled?)", p.attrs(h.c, "lease lost", time.Time{})...)
 			h.lost(ErrLeaseLost)
 		}
 	}
 }
+
+// snapshot is the running claims whose jobs their own FinishTx has not
+// finished (those are not leased, and no loss), by job ID.
+func (held *heldLeases) snapshot() map[string]heldLease {
+	held.mu.Lock()
+	defer held.mu.Unlock()
+	hs := make(map[string]heldLease, len(held.m))
+	for id, h := range held.m {
+		if !h.hold.isDone() {
+			hs[id] = h
+		}
+	}
+	return hs
+}
+
+// heldCheckHook, when set (by the tests), is called by a pool's check of
+// its running claims between its snapshot of them and its read, with the
+// pool's owner.
+var heldCheckHook atomic.Pointer[func(owner string)]
