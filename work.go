@@ -155,8 +155,8 @@ func (opts WorkerOptions) withDefaults() WorkerOptions {
 // for up to DrainTimeout, then those end with ErrShutdown; once every
 // handler has returned and its result is recorded, Work returns nil.
 // Invalid options are ErrInvalid at once. A Queue closed under it (noticed
-// at once) gives ErrClosed, a closed *sql.DB (noticed at the next claim,
-// within PollInterval) its error; then the handlers' contexts end at once
+// at once) gives ErrClosed, a closed *sql.DB (noticed within PollInterval,
+// whether the pool is idle or every slot is busy) its error; then the handlers' contexts end at once
 // with that error as the cause, and Work returns when they have returned.
 // Any other database fault is logged and retried with backoff; it does not
 // stop the pool. If ctx is done already, Work claims nothing and returns

@@ -39,6 +39,10 @@ type loop struct {
 	sleep  *time.Timer
 	drain  <-chan time.Time // DrainTimeout after ctx ended
 	beat   *time.Ticker
+	// usable ticks every PollInterval: a database closed under a pool
+	// whose slots are all busy, which claims nothing, is noticed then
+	// (rule 33), not once every lease has ended.
+	usable *time.Ticker
 	end    *time.Timer // the earliest lease end (leaseEnds)
 	endAt  time.Time   // the instant end is armed for
 	cycles chan cycleAnswer
@@ -48,7 +52,7 @@ type loop struct {
 
 func newLoop(p *pool, ctx context.Context) *loop {
 	l := &loop{p: p, ctx: ctx, done: ctx.Done(), claiming: true, sleep: time.NewTimer(time.Hour),
-		beat: time.NewTicker(p.opts.Heartbeat), end: time.NewTimer(time.Hour),
+		beat: time.NewTicker(p.opts.Heartbeat), usable: time.NewTicker(p.opts.PollInterval), end: time.NewTimer(time.Hour),
 		cycles: make(chan cycleAnswer, 1), beats: make(chan beatAnswer, 1), alone: make(chan aloneAnswer, 1)}
 	l.sleep.Stop()
 	l.end.Stop()
@@ -56,7 +60,7 @@ func newLoop(p *pool, ctx context.Context) *loop {
 	return l
 }
 
-func (l *loop) stopTimers() { l.sleep.Stop(); l.beat.Stop(); l.end.Stop() }
+func (l *loop) stopTimers() { l.sleep.Stop(); l.beat.Stop(); l.usable.Stop(); l.end.Stop() }
 
 // over reports whether the loop is done: no claiming, no handler running,
 // no result unrecorded, no write in flight.
@@ -158,7 +162,7 @@ func (p *pool) await(l *loop) {
 	case a := <-l.cycles:
 		l.answered(a)
 	case a := <-l.beats:
-		p.extended(a)
+		p.extended(l, a)
 	case a := <-l.alone:
 		l.settledAlone(a)
 	case <-l.wakeup:
@@ -170,6 +174,10 @@ func (p *pool) await(l *loop) {
 		l.retry = nil
 	case <-l.beat.C:
 		p.heartbeat(l)
+	case <-l.usable.C:
+		if err := p.q.e.Usable(); err != nil {
+			l.die(err)
+		}
 	case <-l.end.C:
 		l.endAt = time.Time{}
 	case <-moved:

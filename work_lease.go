@@ -139,12 +139,17 @@ func (p *pool) heartbeat(l *loop) {
 }
 
 // extended takes in a heartbeat's answer: each renewed lease moves in the
-// heap; a refused one ends its handler. A failed heartbeat changes
-// nothing: the next may still renew the leases, and the lease ends guard
-// the handlers meanwhile.
-func (p *pool) extended(a beatAnswer) {
+// heap; a refused one ends its handler. A heartbeat that failed because
+// the Queue or its database was closed ends the pool (rule 33); any other
+// failure changes nothing: the next may still renew the leases, and the
+// lease ends guard the handlers meanwhile.
+func (p *pool) extended(l *loop, a beatAnswer) {
 	p.beating = false
 	if a.err != nil {
+		if fatal := p.fatal(a.err); fatal != nil {
+			l.die(fatal)
+			return
+		}
 		for _, j := range a.jobs {
 			p.log.Error("leaseq: extending a lease failed", p.attrs(j.c, "extend error", time.Time{}, "error", a.err)...)
 		}

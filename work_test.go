@@ -1453,6 +1453,38 @@ func testWorkDBClosed(t *testing.T, eng testEngine) {
 	t.Logf("Work: %v", err)
 }
 
+// TestWorkDBClosedBusy: a *sql.DB closed under a pool whose every slot is
+// busy, which claims nothing and whose heartbeats are an hour apart, still
+// ends the pool within PollInterval (rule 33): the handlers' contexts end
+// with the database's error and Work returns it, not once their leases end.
+func TestWorkDBClosedBusy(t *testing.T) { forEnginesInTurn(t, testWorkDBClosedBusy) }
+
+func testWorkDBClosedBusy(t *testing.T, eng testEngine) {
+	q := realQueue(t, eng)
+	mustEnqueue(t, q, leaseq.Job{ID: "x"})
+	const poll = 100 * time.Millisecond
+	started := make(chan struct{})
+	cause := make(chan error, 1)
+	w := runWork(t, q, leaseq.WorkerOptions{Owner: "w", PollInterval: poll, Lease: 3 * time.Hour},
+		func(ctx context.Context, c leaseq.Claim) error {
+			close(started)
+			<-ctx.Done()
+			cause <- context.Cause(ctx)
+			return nil
+		})
+	waitFor(t, started, "the handler to start")
+	if err := q.DB().Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := waitWithin(t, cause, poll+10*time.Second, "the handler's context to end after db.Close")
+	if got == nil || errors.Is(got, leaseq.ErrShutdown) || errors.Is(got, leaseq.ErrLeaseLost) {
+		t.Fatalf("cause %v, want the closed database's error", got)
+	}
+	if err := w.wait(t, 10*time.Second, "Work to return after db.Close"); err == nil || err.Error() != "leaseq: work as \"w\": "+got.Error() {
+		t.Fatalf("Work: %v, want the closed database's error %v", err, got)
+	}
+}
+
 // ---- Rule 34: logs ----
 
 func TestWorkLogs(t *testing.T) { forEnginesInTurn(t, testWorkLogs) }
