@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -71,9 +72,13 @@ type WorkerOptions struct {
 	Middleware []func(Handler) Handler
 	// OnOutcome, if not nil, is called once per handler run, after the
 	// queue decided what became of its result (see Outcome), on the
-	// goroutine that recorded it, after the handler's slot was freed;
-	// Work returns only after every call returned. Calls of several runs
-	// may overlap. A panic in it is logged.
+	// goroutine that recorded it, after the handler's slot was freed.
+	// Calls of several runs may overlap. A panic in it is logged. It
+	// should return soon: while as many runs as Concurrency wait for it
+	// (and for AfterOutcome's functions) beside the running handlers, the
+	// pool claims nothing more, and once Work's context ended and the
+	// handlers' results are recorded, Work waits for the calls at most
+	// DrainTimeout, then returns without them and logs an Error.
 	OnOutcome func(Outcome)
 	// Periodic lists the jobs the pool enqueues on a schedule, one per slot
 	// across every pool that lists them (see Periodic; rule 53).
@@ -193,6 +198,7 @@ func (q *Queue) Work(ctx context.Context, opts WorkerOptions, h Handler) error {
 	err := p.run(ctx)
 	stopTimed()
 	p.records.Wait()
+	p.awaitReports()
 	if err != nil {
 		return opError("work", as(opts.Owner), err)
 	}
@@ -228,8 +234,15 @@ type pool struct {
 	// ErrShutdown when the drain time is over.
 	handlers context.Context
 	stop     context.CancelCauseFunc
-	records  sync.WaitGroup // the handlers' goroutines, until they reported
-	held     heldLeases     // the running claims (work_listen.go)
+	records  sync.WaitGroup // the handlers' goroutines, until told what became of their results
+	// reports are the runs whose AfterOutcome and OnOutcome calls have not
+	// returned (work_outcome.go): a hook that blocks holds the pool back,
+	// and Work waits for them at most DrainTimeout.
+	reports   sync.WaitGroup
+	reporting atomic.Int64
+	heldBack  atomic.Bool   // free was bound by reporting: a report that ends wakes the loop
+	reported  chan struct{} // that wake-up
+	held      heldLeases    // the running claims (work_listen.go)
 	// returns gets each handler's result as it returns; txIn each FinishTx
 	// of a claim the pool runs (work_tx.go). gone is closed when the loop
 	// ended.
@@ -290,7 +303,7 @@ func newPool(ctx context.Context, q *Queue, opts WorkerOptions, h Handler) *pool
 	return &pool{q: q, opts: opts, h: h, log: opts.Logger, bg: bg, claims: claims, handlers: handlers, stop: stop,
 		release: func() { unhook(); cut() },
 		returns: make(chan returned, min(opts.Concurrency, 256)), txIn: make(chan *txCall, min(opts.Concurrency, 256)),
-		gone: make(chan struct{}), sem: make(chan struct{}, opts.Concurrency), running: make(map[*slot]struct{})}
+		gone: make(chan struct{}), reported: make(chan struct{}, 1), sem: make(chan struct{}, opts.Concurrency), running: make(map[*slot]struct{})}
 }
 
 // run is the pool's loop: until ctx ends it claims into free slots; then
@@ -343,13 +356,15 @@ func (p *pool) start(c Claim) {
 	untrack := p.track(c, lost, j.hold)
 	p.records.Add(1)
 	go func() {
-		defer p.records.Done()
 		defer lost(nil)
 		err := p.runSlot(ctx, j, c)
 		untrack()
 		p.returns <- returned{j: j, err: err, cause: context.Cause(ctx)}
 		t := <-j.told
 		p.q.holds.drop(c)
+		p.reportStarts()
+		p.records.Done()
+		defer p.reportEnds()
 		p.report(j.r, t.c, err, t.result)
 	}()
 }

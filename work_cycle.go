@@ -96,8 +96,23 @@ func (l *loop) next() {
 
 // free is how many slots a claim may fill now: those of no running
 // handler, and those of the handlers that settled their job with FinishTx
-// (their next job waits for them to return: pool.sem).
-func (p *pool) free() int { return p.opts.Concurrency - len(p.running) + p.nSettled }
+// (their next job waits for them to return: pool.sem). Each run whose
+// OnOutcome or AfterOutcome has not returned keeps a goroutine: past
+// Concurrency of them with the running handlers, no slot is filled, so a
+// hook that blocks holds the pool back instead of piling up goroutines.
+func (p *pool) free() int {
+	n := p.opts.Concurrency - len(p.running) + p.nSettled
+	if n <= 0 {
+		return 0
+	}
+	p.heldBack.Store(true) // before the count: a report that ends after it wakes the loop
+	limit := 2*p.opts.Concurrency - len(p.running) - int(p.reporting.Load())
+	if limit >= n {
+		p.heldBack.Store(false)
+		return n
+	}
+	return max(limit, 0)
+}
 
 // gatherYields bounds how often the loop yields while it gathers a cycle:
 // a few microseconds each, nothing next to a commit.
@@ -168,6 +183,7 @@ func (p *pool) await(l *loop) {
 	case <-l.wakeup:
 		l.wakeup = p.q.e.Wakers().Wakeup(p.q.name)
 		l.wake()
+	case <-p.reported: // a slot free again: the next pass claims for it
 	case <-l.sleep.C:
 		l.wake()
 	case <-l.retry:

@@ -139,6 +139,44 @@ func (p *pool) report(r *run, c Claim, err error, result string) {
 	}
 }
 
+// reportStarts counts a run whose hooks are about to be called.
+func (p *pool) reportStarts() {
+	p.reports.Add(1)
+	p.reporting.Add(1)
+}
+
+// reportEnds counts a run whose hooks returned, and wakes the loop if a
+// claim waited for that.
+func (p *pool) reportEnds() {
+	p.reporting.Add(-1)
+	if p.heldBack.CompareAndSwap(true, false) {
+		select {
+		case p.reported <- struct{}{}:
+		default:
+		}
+	}
+	p.reports.Done()
+}
+
+// awaitReports waits, once every handler has returned and its result is
+// recorded, for the runs' OnOutcome and AfterOutcome calls to return: at
+// most DrainTimeout, after which Work returns without them, with a log.
+func (p *pool) awaitReports() {
+	done := make(chan struct{})
+	go func() {
+		p.reports.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(p.opts.DrainTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		p.log.Error("leaseq: OnOutcome or AfterOutcome calls have not returned DrainTimeout after the pool drained; Work returns without them",
+			"queue", p.q.name, "owner", p.opts.Owner, "calls", p.reporting.Load(), "drain_timeout", p.opts.DrainTimeout)
+	}
+}
+
 // tell calls f with o. A panic there is logged and goes no further: the
 // pool runs on.
 func (p *pool) tell(what string, f func(Outcome), o Outcome) {

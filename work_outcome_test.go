@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -433,4 +435,49 @@ func TestOutcomesRealClock(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestWorkOnOutcomeBlocks: an OnOutcome that blocks holds the pool back
+// (no more than Concurrency runs wait for it beside the running handlers,
+// one cycle's claim more at most), never a goroutine per job, and once
+// Work's context ended and every result is recorded, Work returns after
+// DrainTimeout without the blocked calls, and says so at Error (rule 51).
+func TestWorkOnOutcomeBlocks(t *testing.T) { forEnginesInTurn(t, testWorkOnOutcomeBlocks) }
+
+func testWorkOnOutcomeBlocks(t *testing.T, eng testEngine) {
+	q := realQueue(t, eng)
+	const jobs, concurrency = 50, 2
+	for i := range jobs {
+		mustEnqueue(t, q, leaseq.Job{ID: fmt.Sprintf("j%02d", i)})
+	}
+	unblock := make(chan struct{})
+	t.Cleanup(func() { close(unblock) })
+	var runs, blocked atomic.Int64
+	sink, logger := newLogSink()
+	w := runWork(t, q, leaseq.WorkerOptions{Owner: "w", Concurrency: concurrency, DrainTimeout: 100 * time.Millisecond,
+		Logger: logger, OnOutcome: func(leaseq.Outcome) {
+			blocked.Add(1)
+			<-unblock
+		}},
+		func(context.Context, leaseq.Claim) error {
+			runs.Add(1)
+			return nil
+		})
+	waitUntil(t, 10*time.Second, "every run's OnOutcome to block", func() bool {
+		n := runs.Load()
+		return n > 0 && blocked.Load() == n
+	})
+	w.cancel()
+	if err := w.wait(t, 10*time.Second, "Work to return with its OnOutcome calls blocked"); err != nil {
+		t.Fatalf("Work: %v, want nil", err)
+	}
+	if n := runs.Load(); n > 3*concurrency {
+		t.Fatalf("%d runs while every OnOutcome blocked, want at most %d (Concurrency waiting, Concurrency running, one claim more)", n, 3*concurrency)
+	}
+	if got := sink.all(record(slog.LevelError, "have not returned", "")); len(got) != 1 {
+		t.Fatalf("%d Error records of the abandoned calls, want 1:\n%s", len(got), sink)
+	}
+	if n := stats(t, q).Done; int64(n) != runs.Load() {
+		t.Fatalf("%d done, want each of the %d runs recorded", n, runs.Load())
+	}
 }
