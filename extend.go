@@ -40,13 +40,23 @@ func (q *Queue) Extend(ctx context.Context, c Claim, lease time.Duration) (Claim
 // [ErrInvalid]; so is a claim Claim could not have returned, naming its
 // index. Either way nothing is written.
 func (q *Queue) ExtendBatch(ctx context.Context, cs []Claim, lease time.Duration) ([]Claim, []bool, error) {
-	return q.extendBatch(ctx, cs, lease, engine.ShareNone)
+	out, rs, err := q.extendBatch(ctx, cs, lease, engine.JobSettleParams{Share: engine.ShareNone})
+	if err != nil {
+		return nil, nil, err
+	}
+	oks := make([]bool, len(rs))
+	for i, r := range rs {
+		oks[i] = r.OK
+	}
+	return out, oks, nil
 }
 
 // extendBatch is ExtendBatch, in a transaction of its own (ShareNone) or
 // one it may share with other calls (ShareCalls: a pool's heartbeat, which
-// on SQLite then rides in the commit of the pool's cycle).
-func (q *Queue) extendBatch(ctx context.Context, cs []Claim, lease time.Duration, share engine.Sharing) ([]Claim, []bool, error) {
+// on SQLite then rides in the commit of the pool's cycle), with each
+// claim's outcome; how.SkipLocked leaves unjudged the claims whose rows
+// another transaction holds (a pool's heartbeat).
+func (q *Queue) extendBatch(ctx context.Context, cs []Claim, lease time.Duration, how engine.JobSettleParams) ([]Claim, []engine.Settled, error) {
 	const op = "extend batch"
 	if err := problem(leaseProblem(lease)); err != nil {
 		return nil, nil, opError(op, "", err)
@@ -56,15 +66,15 @@ func (q *Queue) extendBatch(ctx context.Context, cs []Claim, lease time.Duration
 		fs[i] = fence(c, engine.FenceExtend)
 		fs[i].call.Lease = lease.Milliseconds()
 	}
-	rs, err := q.settleBatch(ctx, op, fs, share)
+	rs, err := q.settleBatch(ctx, op, fs, how)
 	if err != nil {
 		return nil, nil, err
 	}
-	out, oks := slices.Clone(cs), make([]bool, len(cs))
+	out := slices.Clone(cs)
 	for i, r := range rs {
-		if oks[i] = r.OK; r.OK {
+		if r.OK {
 			out[i].LeaseUntil = fromMillis(r.LeaseUntil)
 		}
 	}
-	return out, oks, nil
+	return out, rs, nil
 }

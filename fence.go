@@ -60,8 +60,9 @@ func (q *Queue) settle(ctx context.Context, op string, f fenced, why string, sha
 // all judged at one instant read under the lock, and reports for each
 // whether it matched and the lease end it left (the zero Settled for a
 // refused one). A claim Claim could not have returned is ErrInvalid
-// naming its index, and then nothing is written.
-func (q *Queue) settleBatch(ctx context.Context, op string, fs []fenced, share engine.Sharing) ([]engine.Settled, error) {
+// naming its index, and then nothing is written. how gives the engine's
+// Share and SkipLocked; its Queue and Calls are set here.
+func (q *Queue) settleBatch(ctx context.Context, op string, fs []fenced, how engine.JobSettleParams) ([]engine.Settled, error) {
 	if err := q.callable(ctx); err != nil {
 		return nil, opError(op, "", err)
 	}
@@ -84,7 +85,8 @@ func (q *Queue) settleBatch(ctx context.Context, op string, fs []fenced, share e
 	for k, i := range asked {
 		ask[k] = fs[i].call
 	}
-	rs, err := q.e.JobSettle(ctx, engine.JobSettleParams{Queue: q.ref(), Calls: ask, Share: share})
+	how.Queue, how.Calls = q.ref(), ask
+	rs, err := q.e.JobSettle(ctx, how)
 	if err != nil {
 		return nil, opError(op, "", err)
 	}

@@ -37,7 +37,7 @@ func (q *Queue) FinishBatch(ctx context.Context, claims []Claim) ([]bool, error)
 	for i, c := range claims {
 		fs[i] = fence(c, engine.FenceFinish)
 	}
-	rs, err := q.settleBatch(ctx, "finish batch", fs, engine.ShareNone)
+	rs, err := q.settleBatch(ctx, "finish batch", fs, engine.JobSettleParams{Share: engine.ShareNone})
 	if err != nil {
 		return nil, err
 	}

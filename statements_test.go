@@ -36,9 +36,11 @@ var engineOnly = map[string][]string{
 	// created under a lock in a table of its own (schema_lock,
 	// schema_table), New asks the server what it is (version, identity),
 	// and other processes hear of changes by NOTIFY (notify), where
-	// SQLite's pools watch the file.
+	// SQLite's pools watch the file. The heartbeat locks the rows it extends
+	// with SKIP LOCKED (lock_skip), so it never waits for a FinishTx that
+	// holds one; SQLite has no row locks to skip.
 	"postgres": {"committed", "finish_many", "identity", "insert_many", "insert_taken", "insert_written",
-		"lock", "mark", "mark_wait", "notify", "now", "pool_step", "schema_lock", "schema_table", "settled", "sweep",
+		"lock", "lock_skip", "mark", "mark_wait", "notify", "now", "pool_step", "schema_lock", "schema_table", "settled", "sweep",
 		"version"},
 }
 

@@ -276,6 +276,10 @@ type slot struct {
 	// settled: a cycle accepted the handler's FinishTx; its slot is free
 	// for the next claim. The loop's.
 	settled bool
+	// ahead: an extension of the lease, ahead of a FinishTx, is in flight
+	// in a cycle (pool.aheadOf); endHeld: its lease end came meanwhile and
+	// took it out of the heap, until that extension's answer. The loop's.
+	ahead, endHeld bool
 	// told gets what became of the handler's result, once.
 	told chan told
 }

@@ -36,6 +36,7 @@ type loop struct {
 	wakeup <-chan struct{}
 	faults int              // failed steps in a row
 	retry  <-chan time.Time // after a fault: no cycle before it fires
+	rebeat <-chan time.Time // a heartbeat skipped rows other transactions held: the next try
 	sleep  *time.Timer
 	drain  <-chan time.Time // DrainTimeout after ctx ended
 	beat   *time.Ticker
@@ -190,6 +191,9 @@ func (p *pool) await(l *loop) {
 		l.retry = nil
 	case <-l.beat.C:
 		p.heartbeat(l)
+	case <-l.rebeat:
+		l.rebeat = nil
+		p.heartbeat(l)
 	case <-l.usable.C:
 		if err := p.q.e.Usable(); err != nil {
 			l.die(err)
@@ -289,6 +293,7 @@ func (p *pool) outcome(c Claim, err, cause error) resultWrite {
 // cycleAnswer is what one cycle did.
 type cycleAnswer struct {
 	txs     []*txCall
+	ahead   []*slot // the leases extended ahead of txs
 	results []returned
 	max     int // the claim it asked for
 	cy      engine.Cycle
@@ -315,6 +320,10 @@ func (l *loop) cycle(results []returned, txs []*txCall, max int) {
 			calls, params.Txs, slots = append(calls, c), append(params.Txs, c.t), append(slots, c.j)
 		}
 	}
+	var ahead []*slot
+	if len(calls) > 0 {
+		ahead, params.Extends = p.aheadOf(calls)
+	}
 	for _, r := range results {
 		params.Results, slots = append(params.Results, r.w.f), append(slots, r.j)
 	}
@@ -326,7 +335,7 @@ func (l *loop) cycle(results []returned, txs []*txCall, max int) {
 		}
 		defer cancel()
 		cy, err := p.q.e.JobCycle(ctx, params)
-		a := cycleAnswer{txs: calls, results: results, max: params.ClaimMax(cy.Txs), cy: cy, err: err}
+		a := cycleAnswer{txs: calls, ahead: ahead, results: results, max: params.ClaimMax(cy.Txs), cy: cy, err: err}
 		if err == nil && a.max > 0 && len(cy.Claims) < a.max {
 			a.idleFor = p.idleFor(ctx)
 		}
@@ -360,6 +369,7 @@ func slotsOf(results []returned) []*slot {
 func (l *loop) answered(a cycleAnswer) {
 	p := l.p
 	p.cycling = false
+	p.aheadAnswered(a.ahead, a.cy.Extended)
 	p.txsAnswered(a.txs, a.cy.Txs, a.err)
 	if l.fatal == nil {
 		for _, row := range a.cy.Claims {

@@ -64,6 +64,10 @@ func (p *pool) fireEnds() {
 	now := p.q.clock.Now()
 	for p.ends.Len() > 0 && !now.Before(p.ends[0].c.LeaseUntil) {
 		j := heap.Pop(&p.ends).(*slot)
+		if j.ahead { // an extension judged before this end is in flight in a cycle: its answer tells
+			j.endHeld = true
+			continue
+		}
 		p.lose(j, "lease ended before the handler returned")
 	}
 }
@@ -105,14 +109,22 @@ func (p *pool) lose(j *slot, why string) {
 type beatAnswer struct {
 	jobs []*slot
 	cs   []Claim
-	oks  []bool
+	rs   []engine.Settled
 	err  error
 }
 
+// beatRetry is how soon a heartbeat that skipped leases whose rows another
+// transaction held tries again.
+const beatRetry = 10 * time.Millisecond
+
 // heartbeat extends, in one ExtendBatch on a goroutine of its own, the
-// lease of every running handler whose job its FinishTx did not finish.
-// Its context ends with the latest of their leases, though a COMMIT held
-// up by readers may keep it longer.
+// lease of every running handler whose job its FinishTx did not finish and
+// whose FinishTx is not in flight: on PostgreSQL that FinishTx holds the
+// job's row, and the FinishTx's fence, judged at its commit, decides its
+// lease. Rows another transaction holds are skipped, not waited for, so
+// that the other leases are renewed on time; the skipped ones are tried
+// again after beatRetry. Its context ends with the latest of their leases,
+// though a COMMIT held up by readers may keep it longer.
 func (p *pool) heartbeat(l *loop) {
 	if p.beating || len(p.running) == 0 {
 		return
@@ -121,7 +133,7 @@ func (p *pool) heartbeat(l *loop) {
 	var cs []Claim
 	var bound time.Duration
 	for j := range p.running {
-		if j.idx >= 0 && !j.hold.isDone() {
+		if j.idx >= 0 && !j.hold.isDone() && !j.hold.inFlight() {
 			jobs, cs = append(jobs, j), append(cs, j.c)
 			bound = max(bound, p.untilLeaseEnd(j.c))
 		}
@@ -133,16 +145,18 @@ func (p *pool) heartbeat(l *loop) {
 	go func() {
 		ctx, cancel := context.WithTimeout(p.bg, max(bound, time.Millisecond))
 		defer cancel()
-		out, oks, err := p.q.extendBatch(ctx, cs, p.opts.Lease, engine.ShareCalls)
-		l.beats <- beatAnswer{jobs, out, oks, err}
+		how := engine.JobSettleParams{Share: engine.ShareCalls, SkipLocked: true}
+		out, rs, err := p.q.extendBatch(ctx, cs, p.opts.Lease, how)
+		l.beats <- beatAnswer{jobs, out, rs, err}
 	}()
 }
 
 // extended takes in a heartbeat's answer: each renewed lease moves in the
-// heap; a refused one ends its handler. A heartbeat that failed because
-// the Queue or its database was closed ends the pool (rule 33); any other
-// failure changes nothing: the next may still renew the leases, and the
-// lease ends guard the handlers meanwhile.
+// heap; a refused one ends its handler; a skipped one is tried again
+// soon. A heartbeat that failed because the Queue or its database was
+// closed ends the pool (rule 33); any other failure changes nothing: the
+// next may still renew the leases, and the lease ends guard the handlers
+// meanwhile.
 func (p *pool) extended(l *loop, a beatAnswer) {
 	p.beating = false
 	if a.err != nil {
@@ -156,14 +170,82 @@ func (p *pool) extended(l *loop, a beatAnswer) {
 		return
 	}
 	for i, j := range a.jobs {
-		switch {
-		case j.idx < 0: // returned, or its lease ended meanwhile
-		case a.oks[i]:
-			j.c = a.cs[i]
+		if a.rs[i].Skipped {
+			l.rebeat = time.After(min(beatRetry, p.opts.Heartbeat))
+			continue
+		}
+		p.renewed(j, a.rs[i].OK, a.cs[i].LeaseUntil)
+	}
+}
+
+// renewed takes in one extension of j's lease: accepted, its lease now
+// ends at until, unless the pool knows of a later end already (another
+// extension that committed after this one and was heard of first);
+// refused, its handler ends. A slot that returned, was settled, or whose
+// lease ended meanwhile is left as it is.
+func (p *pool) renewed(j *slot, ok bool, until time.Time) {
+	_, running := p.running[j]
+	switch {
+	case !running || j.settled || j.idx < 0 && !j.endHeld:
+	case ok:
+		if until.After(j.c.LeaseUntil) {
+			j.c.LeaseUntil = until
+		}
+		if j.endHeld {
+			j.endHeld = false
+			p.ends.add(j)
+		} else {
 			p.ends.moved(j)
-		default:
-			p.ends.remove(j)
-			p.lose(j, "extension refused; the job is no longer this handler's")
+		}
+	default:
+		p.ends.remove(j)
+		j.endHeld = false
+		p.lose(j, "extension refused; the job is no longer this handler's")
+	}
+}
+
+// aheadOf are the pool's other running leases that end no later than the
+// latest lease of the FinishTx calls of a cycle, with an Extend of each
+// (engine.JobCycleParams.Extends): on SQLite a FinishTx's fn holds the one
+// writer while it runs, and the heartbeat waits for it. Renewed first, in
+// the cycle's transaction, each ends after any FinishTx's own lease, which
+// its fn must finish within (rule 46), and the heartbeat waiting behind it
+// still finds it live.
+func (p *pool) aheadOf(calls []*txCall) ([]*slot, []engine.Fenced) {
+	var until time.Time
+	in := make(map[*slot]bool, len(calls))
+	for _, c := range calls {
+		in[c.j] = true
+		if c.j.c.LeaseUntil.After(until) {
+			until = c.j.c.LeaseUntil
+		}
+	}
+	var ahead []*slot
+	var fs []engine.Fenced
+	for j := range p.running {
+		if in[j] || j.idx < 0 || j.settled || j.hold.isDone() || j.c.LeaseUntil.After(until) {
+			continue
+		}
+		f := fence(j.c, engine.FenceExtend).call
+		f.Lease = p.opts.Lease.Milliseconds()
+		j.ahead, ahead, fs = true, append(ahead, j), append(fs, f)
+	}
+	return ahead, fs
+}
+
+// aheadAnswered takes in what a cycle's extensions ahead of its FinishTx
+// calls did (none, when the cycle failed: then a lease that ended
+// meanwhile ends its handler at the loop's next look).
+func (p *pool) aheadAnswered(ahead []*slot, rs []engine.Settled) {
+	for i, j := range ahead {
+		j.ahead = false
+		if i < len(rs) {
+			p.renewed(j, rs[i].OK, fromMillis(rs[i].LeaseUntil))
+			continue
+		}
+		if _, running := p.running[j]; j.endHeld && running {
+			j.endHeld = false
+			p.ends.add(j)
 		}
 	}
 }

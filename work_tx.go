@@ -128,6 +128,17 @@ func (h *hold) runner() (*pool, *slot) {
 	return h.p, h.j
 }
 
+// inFlight reports whether a FinishTx of the claim is in flight; false for
+// no hold.
+func (h *hold) inFlight() bool {
+	if h == nil {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.busy > 0
+}
+
 // wasRefused reports whether a FinishTx of the claim was refused; false
 // for no hold.
 func (h *hold) wasRefused() bool {

@@ -306,6 +306,12 @@ type JobSettleParams struct {
 	Queue Queue
 	Calls []Fenced
 	Share Sharing
+	// SkipLocked: a call whose row another transaction holds is not
+	// waited for but left unjudged (Settled.Skipped), for the caller to
+	// try again: a pool's heartbeat, which must not wait behind a FinishTx
+	// in flight nor a claim holding the row (PostgreSQL; on SQLite no
+	// transaction holds a row while another writes).
+	SkipLocked bool
 }
 
 // JobCycleParams are JobCycle's: the FinishTx calls of the pool's handlers
@@ -316,7 +322,13 @@ type JobCycleParams struct {
 	// Txs are FinishTx calls of handlers the pool runs (rule 46), each
 	// run as TxRun runs one, inside the cycle's transaction; only on an
 	// engine whose CycleTxs is true.
-	Txs     []CycleTx
+	Txs []CycleTx
+	// Extends are Extend calls run first, before the Txs, on the pool's
+	// other running leases: a FinishTx's Fn holds SQLite's one writer
+	// while it runs, and the pool's heartbeat waits for it, so the leases
+	// that would end before the FinishTx's own are renewed ahead of it
+	// (rule 48). Only with Txs, on an engine whose CycleTxs is true.
+	Extends []Fenced
 	Results []Fenced
 	Owner   string
 	Lease   int64
@@ -354,17 +366,21 @@ func (p JobCycleParams) ClaimMax(txs []TxOutcome) int {
 // transaction held, which the step skips rather than wait for, and every
 // result but a finish); their Settled is the zero one.
 type Cycle struct {
-	Txs     []TxOutcome // by the index of JobCycleParams.Txs
-	Settled []Settled
-	Claims  []ClaimRow
-	Alone   []int
+	Txs      []TxOutcome // by the index of JobCycleParams.Txs
+	Extended []Settled   // by the index of JobCycleParams.Extends
+	Settled  []Settled
+	Claims   []ClaimRow
+	Alone    []int
 }
 
 // Settled is the outcome of one fenced call: whether the fence matched, and
-// the lease end the row was left with (only Extend reports it).
+// the lease end the row was left with (only Extend reports it). Skipped: the
+// call was not judged, its row held by another transaction
+// (JobSettleParams.SkipLocked); OK is false and the row untouched.
 type Settled struct {
 	OK         bool
 	LeaseUntil int64
+	Skipped    bool
 }
 
 // OperationKind is which operator's call an Operation is.

@@ -25,6 +25,11 @@ import (
 // a worker pool's finishes and claim are JobCycle's (cycle.go).
 func (e *Engine) JobSettle(ctx context.Context, p engine.JobSettleParams) ([]engine.Settled, error) {
 	q, fs := p.Queue, p.Calls
+	if p.SkipLocked {
+		return write(ctx, e, func(ctx context.Context, tx engine.Execer) ([]engine.Settled, error) {
+			return settleFreeTx(ctx, tx, q, fs)
+		})
+	}
 	if len(fs) > 1 && q.Clock.Server && allFinishes(fs) {
 		return e.finishMany(ctx, q.Name, fs)
 	}
@@ -65,6 +70,51 @@ func settleTx(ctx context.Context, tx engine.Execer, q engine.Queue, fs []engine
 		}
 	}
 	return out, nil
+}
+
+// settleFreeTx is settleTx for the calls whose rows no other transaction
+// holds (lock_skip.sql); the others are Skipped, their rows untouched.
+func settleFreeTx(ctx context.Context, tx engine.Execer, q engine.Queue, fs []engine.Fenced) ([]engine.Settled, error) {
+	free, err := lockFreeJobs(ctx, tx, q.Name, fs)
+	if err != nil {
+		return nil, err
+	}
+	now, err := txNow(ctx, tx, q)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]engine.Settled, len(fs))
+	for i, f := range fs {
+		if !free[f.ID] {
+			out[i].Skipped = true
+		} else if out[i], err = fencedTx(ctx, tx, q.Name, f, now); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// lockFreeJobs locks the rows of fs's jobs that no other transaction holds
+// (lock_skip.sql) and returns their IDs.
+func lockFreeJobs(ctx context.Context, tx engine.Execer, queue string, fs []engine.Fenced) (map[string]bool, error) {
+	ids := make([]string, len(fs))
+	for i, f := range fs {
+		ids[i] = f.ID
+	}
+	rows, err := tx.QueryContext(ctx, stmt("lock_skip"), queue, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	free := make(map[string]bool, len(fs))
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		free[id] = true
+	}
+	return free, rows.Err()
 }
 
 // fencedSQL is the statement of a fenced call of kind k.

@@ -43,11 +43,15 @@ func (e *Engine) JobCycle(ctx context.Context, p engine.JobCycleParams) (engine.
 // a cycle or not, so in one it saves its commit.
 func (e *Engine) CycleTxs() bool { return true }
 
-// cycleTx is the body of a cycle's transaction: the FinishTx calls, the
-// results, then the claim, which sees the slots' jobs as they left them.
+// cycleTx is the body of a cycle's transaction: the extensions ahead of
+// the FinishTx calls, the FinishTx calls, the results, then the claim,
+// which sees the slots' jobs as they left them.
 func (e *Engine) cycleTx(ctx context.Context, tx engine.Execer, p engine.JobCycleParams) (engine.Cycle, error) {
 	var c engine.Cycle
 	var err error
+	if c.Extended, err = settleTx(ctx, tx, p.Queue, p.Extends); err != nil {
+		return c, err
+	}
 	if c.Txs, err = e.cycleFns(ctx, tx, p); err != nil {
 		return c, err
 	}

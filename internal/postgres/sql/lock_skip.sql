@@ -1,0 +1,13 @@
+-- Locks the rows of jobs of a queue that no other transaction holds, and
+-- returns their IDs: a pool's heartbeat (JobSettle with SkipLocked) extends
+-- those and leaves the rest for its next try, so that it never waits behind
+-- a FinishTx in flight or a claim that holds a row it passed over, while
+-- every other lease of the pool goes unrenewed (rule 48 in docs/rules.md).
+-- SKIP LOCKED may still wait, briefly, when a row it read was updated by a
+-- transaction that commits as the lock is taken (see leaseq_claim in
+-- schema.sql): a claimer's, which holds it for one statement.
+-- PostgreSQL only, as lock.sql.
+-- args: $1 queue, $2 ids
+-- returns: id
+-- index: leaseq_jobs_queue_id_key
+SELECT id FROM leaseq_jobs WHERE queue = $1 AND id = ANY($2) ORDER BY id FOR UPDATE SKIP LOCKED
