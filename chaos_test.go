@@ -1334,6 +1334,10 @@ type chaos struct {
 	// counts the reads still open.
 	reader  *sql.DB
 	holding sync.WaitGroup
+	// reads are the times a held read was open (for the checker: on
+	// SQLite it holds up every commit of the file).
+	readsMu sync.Mutex
+	reads   []interval
 	// counted is the count of open jobs under way, if any; see openJobs.
 	counted chan statsResult
 	// audit is every committed change of a job, read after the run;
@@ -1501,6 +1505,7 @@ func (c *chaos) hold(verbose bool, since time.Time) {
 	c.holding.Add(1)
 	go func() {
 		defer c.holding.Done()
+		from := time.Now().UnixMilli()
 		rows, err := c.reader.Query("SELECT name FROM sqlite_schema")
 		if err == nil && !rows.Next() {
 			err = fmt.Errorf("no rows: %w", rows.Err())
@@ -1511,6 +1516,9 @@ func (c *chaos) hold(verbose bool, since time.Time) {
 		if rows != nil {
 			rows.Close()
 		}
+		c.readsMu.Lock()
+		c.reads = append(c.reads, interval{from, time.Now().UnixMilli()})
+		c.readsMu.Unlock()
 		if err != nil && !strings.Contains(err.Error(), "SQLITE_BUSY") {
 			c.t.Errorf("holding a read: %v", err)
 		}

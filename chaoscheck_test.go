@@ -162,7 +162,7 @@ import (
 func checkHistory(t *testing.T, q *leaseq.Queue, c *chaos, jobs []leaseq.Job, rcv *receiver) chaosReport {
 	t.Helper()
 	restarts := slices.SortedFunc(slices.Values(c.restarts), func(a, b interval) int { return cmp.Compare(a.from, b.from) })
-	k := &checker{t: t, all: c.all, jobs: map[string]*jobLog{}, restarts: restarts, onServerClock: c.onServerClock,
+	k := &checker{t: t, all: c.all, jobs: map[string]*jobLog{}, restarts: restarts, reads: c.reads, sqlite: c.engine.name == "sqlite", onServerClock: c.onServerClock,
 		delivered: map[string]string{}, audit: c.audit, effects: c.effects, pools: map[*incarnation]*poolLog{}, runs: map[string]*workRun{},
 		poolNames: map[string]bool{},
 		rep: chaosReport{accepted: map[string]int{}, refused: map[string]int{}, unlogged: map[string]int{},
@@ -241,6 +241,10 @@ type poolReport struct {
 	// the queue released at once unrun (on PostgreSQL, a claim's COMMIT cut
 	// short by its context: rule 24 in docs/rules.md).
 	undone int
+	// neighbourLost: leases of handlers that never stalled, ended while a
+	// handler of their pool stalled inside FinishTx's function; of those,
+	// neighbourExcused ended for a reason of their own or the host's.
+	neighbourLost, neighbourExcused int
 }
 
 // refusedFenced counts the refused fenced calls: stale or late claims.
@@ -278,10 +282,11 @@ func (p poolReport) summary() string {
 		"handlers saw %d lease losses and %d shutdowns; %d outlived their lease (%d started after it), whose context ended at most "+
 		"%dms of running time (%dms of real time) after it or their start; %d were cancelled while running, and saw it at most "+
 		"%dms of running time later; database faults: %d recording (%d of them recorded all the same), %d claiming "+
-		"(%d of them claimed all the same); %d claims undone unrun after their caller left",
+		"(%d of them claimed all the same); %d claims undone unrun after their caller left; "+
+		"%d leases of handlers that never stalled ended beside a stall in FinishTx's function, each for a reason of its own or the host's (%d)",
 		p.runs, p.claims, p.extends+p.refusedExtends, p.refusedExtends, p.failedExtends, p.panics, p.lostSeen, p.shutdownSeen,
 		p.outlived, p.startedLate, p.lateMax, p.lateRealMax, p.cancelled, p.cancelSeenMax, p.recordFaults, p.recordedFaults,
-		p.claimFaults, p.claimedFaults, p.undone)
+		p.claimFaults, p.claimedFaults, p.undone, p.neighbourLost, p.neighbourExcused)
 }
 
 // fmtCounts prints counts by name in name order.
@@ -416,6 +421,8 @@ type checker struct {
 	order     []string // IDs in enqueue order
 	spares    []*spare
 	restarts  []interval // the server's crash restarts
+	reads     []interval // on SQLite, the reads the parent held open
+	sqlite    bool
 	purges    []*loggedOp
 	enqueues  []*loggedOp
 	delivered map[string]string // opKey of a logged deliver line → its plan
@@ -2178,7 +2185,109 @@ func (k *checker) checkPools() {
 		k.checkRecords(r)
 		k.checkCause(r)
 		k.checkContext(r)
+		k.checkNeighbourLease(r)
 	}
+}
+
+// checkNeighbourLease: a handler that never stalled keeps its lease while
+// another handler of its pool stalls inside FinishTx's function (rule 48:
+// the heartbeat never waits for a FinishTx in flight). Its lease may end
+// only for a reason of its own or the host's: its process stopped or not
+// running, the server restarting, its deadline, a database fault in its
+// extension, and on SQLite, where a function holds every writer of the
+// file, a stall as long as a lease (nothing can commit meanwhile), another
+// process's stall in a function, a read the parent held open, or another
+// process stopped (it may have been stopped holding the write lock).
+func (k *checker) checkNeighbourLease(r *workRun) {
+	lost := slices.IndexFunc(r.logs, func(e histEvent) bool { return e.Msg == workLeaseEnded })
+	if lost < 0 || r.run.Style == "stall" || r.run.Style == "stall in fn" || r.life == nil {
+		return
+	}
+	E := r.life.leaseEnd
+	from := E - chaosLease.Milliseconds()
+	s := k.stalledBeside(r, from, E)
+	if s == nil {
+		return
+	}
+	k.rep.pool.neighbourLost++
+	if why := k.leaseLossExcuse(r, s, from, E); why != "" {
+		k.rep.pool.neighbourExcused++
+		return
+	}
+	lo, hi, _ := s.finishTxWindow()
+	k.bad("%s: token %d's lease on %s.%d ended at %d, while %s's handler (token %d) stalled in FinishTx's function from %d to %d; "+
+		"its own handler never stalled, and nothing else held up its heartbeat",
+		r.run.Job, r.run.Token, r.inc.name, r.inc.n, E, s.run.Job, s.run.Token, lo, hi)
+}
+
+// stalledBeside finds a run of r's pool that stalled inside FinishTx's
+// function for all of (from+Heartbeat, to), r's lease's last Heartbeat to
+// its end, so that a heartbeat waiting behind it lost r's lease: one that
+// began after the next heartbeat after from, or ended well before to,
+// left the heartbeat time to renew it.
+func (k *checker) stalledBeside(r *workRun, from, to int64) *workRun {
+	slack := chaosCtxSlack.Milliseconds()
+	for _, key := range slices.Sorted(maps.Keys(k.runs)) {
+		s := k.runs[key]
+		if s == r || s.inc != r.inc || s.run.Style != "stall in fn" {
+			continue
+		}
+		if lo, hi, ok := s.finishTxWindow(); ok && lo <= from+chaosHeartbeat.Milliseconds()+slack && hi >= to-slack {
+			return s
+		}
+	}
+	return nil
+}
+
+// leaseLossExcuse says why r's lease, ending at E, could end beside s's
+// stalled FinishTx without a fault of the pool's ("" if nothing excuses it).
+func (k *checker) leaseLossExcuse(r, s *workRun, from, E int64) string {
+	slack := chaosCtxSlack.Milliseconds()
+	switch {
+	case r.inc.killed && r.inc.killedAt <= E+slack:
+		return "killed"
+	case k.pools[r.inc].stopped(from, E) > 0:
+		return "its process was not running"
+	case overlaps(k.restarts, from, E+slack):
+		return "the server restarted"
+	case r.run.Deadline != 0 && r.run.Deadline <= E:
+		return "its deadline"
+	case r.ownFinishTxIn(from, E):
+		return "its own FinishTx was in flight, which its fence decides (rule 46)"
+	case slices.ContainsFunc(r.logs, func(e histEvent) bool { return e.Msg == workExtendFailed }):
+		return "its extension failed"
+	case k.sqlite:
+		return k.fileExcuse(r, s, from, E)
+	}
+	return ""
+}
+
+// fileExcuse is leaseLossExcuse's part for SQLite, where one writer of the
+// file holds up every other.
+func (k *checker) fileExcuse(r, s *workRun, from, E int64) string {
+	if lo, hi, _ := s.finishTxWindow(); hi-lo >= chaosLease.Milliseconds()-chaosCtxSlack.Milliseconds() {
+		return "a stall as long as a lease holds the writer"
+	}
+	if overlaps(k.reads, from, E) {
+		return "a read held open"
+	}
+	for _, inc := range k.all {
+		if inc != r.inc && overlaps(inc.pauses, from, E) {
+			return "another process stopped"
+		}
+	}
+	for _, o := range k.runs {
+		lo, hi, ok := o.finishTxWindow()
+		if o.inc != r.inc && o.run.Style == "stall in fn" && ok && lo <= E && hi >= from {
+			return "another process's stall in a function"
+		}
+	}
+	return ""
+}
+
+// overlaps reports whether any of ivs overlaps [from, to].
+func overlaps(ivs []interval, from, to int64) bool {
+	return slices.ContainsFunc(ivs, func(iv interval) bool { return iv.from <= to && iv.to >= from })
 }
 
 // checkResult checks what became of a handler's result: recorded (by the
@@ -2287,6 +2396,13 @@ func (k *checker) checkFinishTx(r *workRun, own *loggedOp) {
 	if !f.OK && r.ret != nil && r.ret.Plan == "finish" {
 		k.bad("%s: FinishTx of token %d returned false at %s, but its handler returned nil", id, tok, span(f.T0, f.T1))
 	}
+}
+
+// ownFinishTxIn reports whether r's own FinishTx was in flight at some
+// time in [from, to]: the heartbeat leaves its lease to it.
+func (r *workRun) ownFinishTxIn(from, to int64) bool {
+	lo, hi, ok := r.finishTxWindow()
+	return ok && lo <= to && hi >= from
 }
 
 // finishTxWindow is when the run's FinishTx was in flight: from its call to
@@ -3251,6 +3367,53 @@ func newFinishTxCase(t *testing.T, env *checkerEnv) *checkerCase {
 	return cc
 }
 
+// newNeighbourCase is pool1 running n1, a slow handler, beside s1, whose
+// handler stalls inside FinishTx's function from 60 to 140 — within its
+// lease — and finishes. With beat, Work's heartbeat at 50 extends n1's
+// lease to 200 and n1's handler finishes at 160; without, n1's lease ends
+// at 150 with its handler running, which no stop, restart or fault
+// explains:
+//
+//	0ms   pool1 claims n1 and s1 (token 1 each, lease_until 150)
+//	5ms   s1 delivered; 50ms n1's heartbeat (with beat)
+//	60ms  s1's FinishTx; its fn stalls until 140, then it finishes s1
+//	150ms (without beat) Work logs n1's lease end; the context ends at
+//	      151; the handler gives up at 152 and Work's release at 153 is
+//	      refused; pool2 claims n1 at 200 (token 2) and finishes it at 207
+//	160ms (with beat) n1 delivered; its handler returns nil at 161 and
+//	      Work finishes n1 at 162
+func newNeighbourCase(t *testing.T, env *checkerEnv, beat bool) *checkerCase {
+	cc := newCase(t, env)
+	cc.enqueue(0, leaseq.Job{ID: "n1", Qty: 1, Payload: []byte("n1")})
+	cc.enqueue(0, leaseq.Job{ID: "s1", Qty: 1, Payload: []byte("s1")})
+	n := cc.poolClaim(0, "pool1", "finish", "slow")
+	s := cc.poolClaim(0, "pool1", "finishtx", "stall in fn")
+	cc.deliver(5, "pool1", s, "finish", 0)
+	if beat {
+		cc.heartbeat(50, "pool1", &n)
+	}
+	cc.poolFinishTx(60, 140, "pool1", s)
+	cc.handlerReturn(141, "pool1", s, "finish", "", nil)
+	if beat {
+		cc.deliver(160, "pool1", n, "finish", 0)
+		cc.handlerReturn(161, "pool1", n, "finish", "", nil)
+		cc.workRecord(162, "pool1", n, "finish", 0, "", "finished")
+	} else {
+		lost := leaseq.ErrLeaseLost
+		cc.workLog(150, "pool1", n, slog.LevelWarn, workLeaseEnded, "lease lost")
+		cc.ctxEnd(151, "pool1", n, lost)
+		gaveUp := "gave up n1 token 1: " + lost.Error()
+		cc.handlerReturn(152, "pool1", n, "gave up", gaveUp, lost)
+		cc.workRecord(153, "pool1", n, "release", chaosBackoff(1).Milliseconds(), gaveUp, "released")
+		n = cc.poolClaim(200, "pool2", "finish", "quick")
+		cc.deliver(205, "pool2", n, "finish", 0)
+		cc.handlerReturn(206, "pool2", n, "finish", "", nil)
+		cc.workRecord(207, "pool2", n, "finish", 0, "", "finished")
+	}
+	cc.exit("pool1", "pool2")
+	return cc
+}
+
 // finishTxViolations are tamperings of newFinishTxCase, each a kind of
 // violation checkHistory must report with a message containing want.
 var finishTxViolations = []struct {
@@ -3956,6 +4119,19 @@ func checkerCatches(t *testing.T, env *checkerEnv) {
 		if len(rep.violations) != 0 || rep.tx != want || rep.done != 3 || rep.accepted["finish"] != 3 || rep.refused["release"] != 2 {
 			t.Fatalf("got %+v, want no violations and the figures of the case (FinishTx %+v)", rep, want)
 		}
+	})
+	t.Run("a neighbour of a stall in FinishTx's function", func(t *testing.T) {
+		t.Parallel()
+		if rep := newNeighbourCase(t, env, true).check(t); len(rep.violations) != 0 {
+			t.Fatalf("violations: %q; want none: its heartbeat kept its lease", rep.violations)
+		}
+		cc := newNeighbourCase(t, env, false)
+		cc.pause("pool1", 20, 40)
+		if rep := cc.check(t); len(rep.violations) != 0 || rep.pool.neighbourLost != 1 || rep.pool.neighbourExcused != 1 {
+			t.Fatalf("got %+v, want no violations: pool1 was stopped in the lease's last span", rep)
+		}
+		wantViolation(t, newNeighbourCase(t, env, false).check(t),
+			"n1: token 1's lease on pool1.0 ended at 1767225600150, while s1's handler (token 1) stalled in FinishTx's function from 1767225600060 to 1767225600140")
 	})
 	t.Run("a FinishTx that failed in a restart but committed", func(t *testing.T) {
 		// The server restarts while pool1's FinishTx commits: the finish

@@ -277,9 +277,12 @@ type slot struct {
 	// for the next claim. The loop's.
 	settled bool
 	// ahead: an extension of the lease, ahead of a FinishTx, is in flight
-	// in a cycle (pool.aheadOf); endHeld: its lease end came meanwhile and
-	// took it out of the heap, until that extension's answer. The loop's.
-	ahead, endHeld bool
+	// in a cycle (pool.aheadOf). The loop's.
+	ahead bool
+	// renewedTo: the lease end, in Unix ms, that extension committed (0:
+	// none yet), set by the cycle as soon as it committed: a lease end the
+	// loop meets before the cycle's answer moves to it.
+	renewedTo atomic.Int64
 	// told gets what became of the handler's result, once.
 	told chan told
 }

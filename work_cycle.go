@@ -323,6 +323,7 @@ func (l *loop) cycle(results []returned, txs []*txCall, max int) {
 	var ahead []*slot
 	if len(calls) > 0 {
 		ahead, params.Extends = p.aheadOf(calls)
+		params.Renewed = renewedAhead(ahead)
 	}
 	for _, r := range results {
 		params.Results, slots = append(params.Results, r.w.f), append(slots, r.j)

@@ -64,8 +64,9 @@ func (p *pool) fireEnds() {
 	now := p.q.clock.Now()
 	for p.ends.Len() > 0 && !now.Before(p.ends[0].c.LeaseUntil) {
 		j := heap.Pop(&p.ends).(*slot)
-		if j.ahead { // an extension judged before this end is in flight in a cycle: its answer tells
-			j.endHeld = true
+		if u := fromMillis(j.renewedTo.Load()); j.ahead && now.Before(u) { // committed ahead of a FinishTx, not yet answered
+			j.c.LeaseUntil = u
+			p.ends.add(j)
 			continue
 		}
 		p.lose(j, "lease ended before the handler returned")
@@ -186,20 +187,14 @@ func (p *pool) extended(l *loop, a beatAnswer) {
 func (p *pool) renewed(j *slot, ok bool, until time.Time) {
 	_, running := p.running[j]
 	switch {
-	case !running || j.settled || j.idx < 0 && !j.endHeld:
+	case !running || j.settled || j.idx < 0:
 	case ok:
 		if until.After(j.c.LeaseUntil) {
 			j.c.LeaseUntil = until
 		}
-		if j.endHeld {
-			j.endHeld = false
-			p.ends.add(j)
-		} else {
-			p.ends.moved(j)
-		}
+		p.ends.moved(j)
 	default:
 		p.ends.remove(j)
-		j.endHeld = false
 		p.lose(j, "extension refused; the job is no longer this handler's")
 	}
 }
@@ -208,9 +203,9 @@ func (p *pool) renewed(j *slot, ok bool, until time.Time) {
 // latest lease of the FinishTx calls of a cycle, with an Extend of each
 // (engine.JobCycleParams.Extends): on SQLite a FinishTx's fn holds the one
 // writer while it runs, and the heartbeat waits for it. Renewed first, in
-// the cycle's transaction, each ends after any FinishTx's own lease, which
-// its fn must finish within (rule 46), and the heartbeat waiting behind it
-// still finds it live.
+// a write committed before the cycle's transaction, each ends after any
+// FinishTx's own lease, which its fn must finish within (rule 46), and the
+// heartbeat waiting behind it still finds it live.
 func (p *pool) aheadOf(calls []*txCall) ([]*slot, []engine.Fenced) {
 	var until time.Time
 	in := make(map[*slot]bool, len(calls))
@@ -229,23 +224,30 @@ func (p *pool) aheadOf(calls []*txCall) ([]*slot, []engine.Fenced) {
 		f := fence(j.c, engine.FenceExtend).call
 		f.Lease = p.opts.Lease.Milliseconds()
 		j.ahead, ahead, fs = true, append(ahead, j), append(fs, f)
+		j.renewedTo.Store(0)
 	}
 	return ahead, fs
 }
 
+// renewedAhead is JobCycleParams.Renewed for ahead: on the engine's
+// goroutine, it notes each lease end the extensions committed.
+func renewedAhead(ahead []*slot) func([]engine.Settled) {
+	return func(rs []engine.Settled) {
+		for i, j := range ahead {
+			if i < len(rs) && rs[i].OK {
+				j.renewedTo.Store(rs[i].LeaseUntil)
+			}
+		}
+	}
+}
+
 // aheadAnswered takes in what a cycle's extensions ahead of its FinishTx
-// calls did (none, when the cycle failed: then a lease that ended
-// meanwhile ends its handler at the loop's next look).
+// calls did (none, when their write failed).
 func (p *pool) aheadAnswered(ahead []*slot, rs []engine.Settled) {
 	for i, j := range ahead {
 		j.ahead = false
 		if i < len(rs) {
 			p.renewed(j, rs[i].OK, fromMillis(rs[i].LeaseUntil))
-			continue
-		}
-		if _, running := p.running[j]; j.endHeld && running {
-			j.endHeld = false
-			p.ends.add(j)
 		}
 	}
 }

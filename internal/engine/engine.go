@@ -323,12 +323,16 @@ type JobCycleParams struct {
 	// run as TxRun runs one, inside the cycle's transaction; only on an
 	// engine whose CycleTxs is true.
 	Txs []CycleTx
-	// Extends are Extend calls run first, before the Txs, on the pool's
-	// other running leases: a FinishTx's Fn holds SQLite's one writer
-	// while it runs, and the pool's heartbeat waits for it, so the leases
-	// that would end before the FinishTx's own are renewed ahead of it
-	// (rule 48). Only with Txs, on an engine whose CycleTxs is true.
+	// Extends are Extend calls on the pool's other running leases,
+	// committed first, in a write of their own, before the Txs: a
+	// FinishTx's Fn holds SQLite's one writer while it runs, and the
+	// pool's heartbeat waits for it, so the leases that would end before
+	// the FinishTx's own are renewed ahead of it (rule 48). Only with Txs,
+	// on an engine whose CycleTxs is true. Their outcomes are
+	// Cycle.Extended (none when that write failed) and, as soon as they
+	// committed, Renewed's argument, if Renewed is set.
 	Extends []Fenced
+	Renewed func([]Settled)
 	Results []Fenced
 	Owner   string
 	Lease   int64

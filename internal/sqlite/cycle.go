@@ -16,6 +16,7 @@ import (
 // Claim does (rule 23). SQLite judges every result: Cycle.Alone stays
 // empty.
 func (e *Engine) JobCycle(ctx context.Context, p engine.JobCycleParams) (engine.Cycle, error) {
+	extended := e.extendAhead(ctx, p)
 	w := write[engine.Cycle]{run: func(ctx context.Context, tx engine.Execer) (engine.Cycle, error) {
 		return e.cycleTx(ctx, tx, p)
 	}}
@@ -29,12 +30,13 @@ func (e *Engine) JobCycle(ctx context.Context, p engine.JobCycleParams) (engine.
 	} else {
 		c, err = writeTx(ctx, e, w)
 	}
+	c.Extended = extended
 	switch {
 	case errors.Is(err, errIdle):
-		return engine.Cycle{}, nil
+		return engine.Cycle{Extended: extended}, nil
 	case errors.Is(err, errCommitUnknown):
 		e.releaseUnknown(ctx, p.Queue, c.Claims)
-		return engine.Cycle{}, err
+		return engine.Cycle{Extended: extended}, err
 	}
 	return c, err
 }
@@ -43,15 +45,30 @@ func (e *Engine) JobCycle(ctx context.Context, p engine.JobCycleParams) (engine.
 // a cycle or not, so in one it saves its commit.
 func (e *Engine) CycleTxs() bool { return true }
 
-// cycleTx is the body of a cycle's transaction: the extensions ahead of
-// the FinishTx calls, the FinishTx calls, the results, then the claim,
-// which sees the slots' jobs as they left them.
+// extendAhead commits the extensions of p ahead of its FinishTx calls, in
+// a (possibly shared) write of their own: inside the cycle's transaction
+// they would commit only after the FinishTx functions, and a lease that
+// ended meanwhile would be renewed too late. A write that fails leaves the
+// cycle to go on without them: the pool's lease ends guard the handlers.
+func (e *Engine) extendAhead(ctx context.Context, p engine.JobCycleParams) []engine.Settled {
+	if len(p.Extends) == 0 {
+		return nil
+	}
+	rs, err := e.JobSettle(ctx, engine.JobSettleParams{Queue: p.Queue, Calls: p.Extends, Share: engine.ShareCalls})
+	if err != nil {
+		return nil
+	}
+	if p.Renewed != nil {
+		p.Renewed(rs)
+	}
+	return rs
+}
+
+// cycleTx is the body of a cycle's transaction: the FinishTx calls, the
+// results, then the claim, which sees the slots' jobs as they left them.
 func (e *Engine) cycleTx(ctx context.Context, tx engine.Execer, p engine.JobCycleParams) (engine.Cycle, error) {
 	var c engine.Cycle
 	var err error
-	if c.Extended, err = settleTx(ctx, tx, p.Queue, p.Extends); err != nil {
-		return c, err
-	}
 	if c.Txs, err = e.cycleFns(ctx, tx, p); err != nil {
 		return c, err
 	}
