@@ -99,7 +99,7 @@ var errUnknowable = errors.New("the server cannot tell")
 
 // lost reports whether err, a statement's or a COMMIT's, came without the
 // server's answer, so that the server may have carried the statement out:
-// any error but the server's own (a SQLSTATE) or no row. The server's
+// any error but the server's own (a SQLSTATE, a taken ID) or no row. The server's
 // errors of a connection it ends (class 08, and 57P: shutdown, crash,
 // terminated) are no answer either: a backend terminated as its COMMIT
 // completes, or in a crash restart, sends one of them for a COMMIT it
@@ -107,7 +107,7 @@ var errUnknowable = errors.New("the server cannot tell")
 // pgx answers a COMMIT whose answer was lost with "conn closed", as it
 // does one never sent.
 func lost(err error) bool {
-	if err == nil || errors.Is(err, sql.ErrNoRows) {
+	if err == nil || errors.Is(err, sql.ErrNoRows) || errors.Is(err, engine.ErrDuplicate) {
 		return false
 	}
 	s := sqlState(err)
