@@ -186,7 +186,7 @@ func (d *deliverer) deliver(ctx context.Context, c leaseq.Claim) error {
 		return d.recordDelivery(ctx, c)
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
 		secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-		return leaseq.RetryAfter(time.Duration(secs)*time.Second, fmt.Errorf("receiver: %s", resp.Status))
+		return leaseq.Snooze(time.Duration(secs) * time.Second) // the receiver is busy, not broken: spends no attempt
 	case resp.StatusCode < 500:
 		return leaseq.Permanent(fmt.Errorf("receiver refused the order: %s", resp.Status))
 	default:
