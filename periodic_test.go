@@ -320,9 +320,11 @@ func testPeriodicNoSlot(t *testing.T, eng testEngine) {
 		Retention: leaseq.Retention{Off: true}, Periodic: []leaseq.Periodic{
 			{Name: "zero", Schedule: bad("zero")}, {Name: "same", Schedule: bad("same")}, {Name: "panics", Schedule: bad("panics")}}},
 		func(context.Context, leaseq.Claim) error { return nil })
-	passes.at(t, at10(0, 0, 0))
+	for _, name := range []string{"zero", "same", "panics"} {
+		sink.waitFor(t, "the Error of "+name, func(e logEntry) bool { return e.attrs["periodic"].String() == name })
+	}
 	f.clock.Set(at10(1, 0, 0))
-	passes.at(t, at10(1, 0, 0))
+	passes.at(t, at10(1, 0, 0)) // a later pass logs nothing more
 	for name, says := range map[string]string{"zero": "0001-01-01", "same": "for after", "panics": "panic: cron parse"} {
 		got := sink.all(func(e logEntry) bool {
 			return e.level == slog.LevelError && e.attrs["periodic"].String() == name
