@@ -2,6 +2,7 @@ package leaseq
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -54,6 +55,37 @@ type slotter struct {
 	// latest slot from next on again, so that a Resume gets only the
 	// latest slot missed while paused, as after an outage.
 	held bool
+	told bool // the Error that the schedule yields no slot was logged
+}
+
+// guarded is a Schedule whose panics in Next are recovered: the schedule
+// then yields no slot, and the panic is kept for the log.
+type guarded struct {
+	s        Schedule
+	answered *string // what the last Next said, for the log
+}
+
+func (g guarded) Next(after time.Time) (t time.Time) {
+	defer func() {
+		if v := recover(); v != nil {
+			*g.answered, t = fmt.Sprintf("panic: %v", v), time.Time{}
+		}
+	}()
+	t = g.s.Next(after)
+	*g.answered = fmt.Sprintf("%v for after %v", t, after)
+	return t
+}
+
+// tellNoSlot logs once, as an Error, that s's schedule yields no usable
+// slot (none, one not after the argument, or a panic): its Periodic never
+// fires again, which would otherwise pass unseen.
+func (p *pool) tellNoSlot(s *slotter, answered string) {
+	if !s.known || answered == "" || !s.next.IsZero() || s.told {
+		return
+	}
+	s.told = true
+	p.log.Error("leaseq: periodic schedule yields no usable slot; it will not fire", "periodic", s.per.Name,
+		"queue", p.q.name, "owner", p.opts.Owner, "schedule_answered", answered)
 }
 
 // periodicLoop offers the pool's slots until ctx ends.
@@ -124,7 +156,9 @@ func (p *pool) periodicPass(ctx context.Context, slots []*slotter, now time.Time
 // before now is offered (the one in progress, or the latest missed while
 // every pool was down); if not the first slot is the next one.
 func (p *pool) slotPass(ctx context.Context, s *slotter, now time.Time) error {
-	sched := s.per.Schedule
+	var answered string
+	sched := guarded{s: s.per.Schedule, answered: &answered}
+	defer func() { p.tellNoSlot(s, answered) }()
 	if !s.known {
 		seen, err := p.q.e.SlotSeen(ctx, engine.SlotSeenParams{Queue: p.q.name, Prefix: s.per.Name + "@"})
 		if err != nil {
@@ -134,7 +168,7 @@ func (p *pool) slotPass(ctx context.Context, s *slotter, now time.Time) error {
 		if last, ok := latestSlot(sched, now); seen && ok {
 			return p.offerSlot(ctx, s, last)
 		}
-		return nil
+		return nil // tellNoSlot runs with what Next answered
 	}
 	if s.next.IsZero() || s.next.After(now) {
 		return nil
