@@ -44,7 +44,7 @@ func ExampleQueue_EnqueueTx() {
 			return err
 		}
 		defer tx.Rollback() // a no-op after Commit
-		if _, err := tx.ExecContext(ctx, `INSERT INTO orders VALUES (?, ?)`, id, qty); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO orders VALUES ($1, $2)`, id, qty); err != nil {
 			return err
 		}
 		if err := q.EnqueueTx(ctx, tx, jobs...); err != nil {

@@ -39,7 +39,7 @@ func ExampleQueue_InTx() {
 
 	placeOrder := func(id string, qty int) error {
 		return q.InTx(ctx, func(ctx context.Context, tx leaseq.Tx) error {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO orders VALUES (?, ?)`, id, qty); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO orders VALUES ($1, $2)`, id, qty); err != nil {
 				return err
 			}
 			return tx.Enqueue(ctx, leaseq.Job{ID: "ship-" + id, Qty: qty})
@@ -90,7 +90,7 @@ func ExampleQueue_FinishTx() {
 	}
 	record := func(c leaseq.Claim) func(ctx context.Context, tx leaseq.Tx) error {
 		return func(ctx context.Context, tx leaseq.Tx) error {
-			_, err := tx.ExecContext(ctx, `INSERT INTO deliveries VALUES (?, ?)`, c.ID, c.Token)
+			_, err := tx.ExecContext(ctx, `INSERT INTO deliveries VALUES ($1, $2)`, c.ID, c.Token)
 			return err
 		}
 	}
@@ -103,7 +103,7 @@ func ExampleQueue_FinishTx() {
 	fmt.Println("a:", okA, errA, "b:", okB, errB)
 
 	var token int
-	err = db.QueryRowContext(ctx, `SELECT token FROM deliveries WHERE job = ?`, "ship-order-7").Scan(&token)
+	err = db.QueryRowContext(ctx, `SELECT token FROM deliveries WHERE job = $1`, "ship-order-7").Scan(&token)
 	fmt.Println("delivery recorded by token", token, err)
 	_, err = q.FinishTx(ctx, leaseq.Claim{}, record(b))
 	fmt.Println("zero claim:", errors.Is(err, leaseq.ErrInvalid))

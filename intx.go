@@ -149,7 +149,9 @@ type txFn struct {
 func (q *Queue) newTxFn(call string, fn func(ctx context.Context, tx Tx) error) txFn {
 	enqueued := new(atomic.Bool)
 	return txFn{q: q, enqueued: enqueued, fn: func(ctx context.Context, t *engine.Tx) error {
-		return callFn(fn, context.WithValue(ctx, inTxKey{}, call), &queueTx{q: q, t: t, enqueued: enqueued})
+		mark := &inTxMark{call: call}
+		defer mark.ended.Store(true)
+		return callFn(fn, context.WithValue(ctx, inTxKey{}, mark), &queueTx{q: q, t: t, enqueued: enqueued})
 	}}
 }
 
@@ -188,19 +190,27 @@ func callFn(fn func(ctx context.Context, tx Tx) error, ctx context.Context, tx T
 }
 
 // inTxKey marks the context an InTx or FinishTx function gets; its value
-// is the call's name.
+// is an *inTxMark.
 type inTxKey struct{}
+
+// inTxMark names the call whose function got the context, and says when
+// that function returned: a context fn kept, used afterwards, holds no
+// transaction and is not refused.
+type inTxMark struct {
+	call  string
+	ended atomic.Bool
+}
 
 // inTxProblem refuses a Queue call made with the context of a running InTx
 // or FinishTx function (rule 44): on SQLite it would wait for the writer's
 // turn the function holds, for ever.
 func inTxProblem(ctx context.Context) error {
-	call, ok := ctx.Value(inTxKey{}).(string)
-	if !ok {
+	mark, ok := ctx.Value(inTxKey{}).(*inTxMark)
+	if !ok || mark.ended.Load() {
 		return nil
 	}
 	return invalid("ctx is the context of the function of a running %s: inside it, reach the queue through its tx (tx.Enqueue); "+
-		"another Queue call would wait for the transaction the function holds", call)
+		"another Queue call would wait for the transaction the function holds", mark.call)
 }
 
 // queueTx is the Tx of a function of q: the engine's, and Enqueue with the

@@ -602,3 +602,27 @@ func TestTxAfterFnReturned(t *testing.T) {
 		}
 	})
 }
+
+// TestInTxCtxAfterFn: a context fn kept (or derived from its own) is no
+// longer refused once fn returned: the transaction it marked has ended.
+func TestInTxCtxAfterFn(t *testing.T) {
+	forEngines(t, func(t *testing.T, e testEngine) {
+		f := newFixture(t, e, leaseq.Options{})
+		var kept context.Context
+		if err := f.q.InTx(f.ctx, func(ctx context.Context, _ leaseq.Tx) error {
+			kept = context.WithValue(ctx, struct{}{}, "derived")
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.q.Enqueue(kept, leaseq.Job{ID: "after"}); err != nil {
+			t.Fatalf("Enqueue with fn's context after fn returned: %v", err)
+		}
+		if err := f.q.InTx(kept, func(context.Context, leaseq.Tx) error { return nil }); err != nil {
+			t.Fatalf("InTx with fn's context after fn returned: %v", err)
+		}
+		if f.get("after").Status != leaseq.StatusPending {
+			t.Fatalf("rows:\n%s", f.dump())
+		}
+	})
+}

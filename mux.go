@@ -47,7 +47,8 @@ func (m *Mux) Handle(kind string, h Handler) {
 
 // HandleJSON routes the jobs of kind to h with their payload decoded from
 // JSON into a T (encoding/json; fields the payload has and T has not are
-// ignored). A payload that does not decode fails the job permanently, with
+// ignored). An empty payload is T's zero value: a job enqueued without
+// one (every Periodic template's) is not undecodable. A payload that does not decode fails the job permanently, with
 // a reason that names the kind, T and the decoding error: the same payload
 // would fail every attempt. It panics as Handle does.
 func HandleJSON[T any](m *Mux, kind string, h func(ctx context.Context, c Claim, args T) error) {
@@ -56,6 +57,9 @@ func HandleJSON[T any](m *Mux, kind string, h func(ctx context.Context, c Claim,
 	}
 	m.Handle(kind, func(ctx context.Context, c Claim) error {
 		var args T
+		if len(c.Payload) == 0 {
+			return h(ctx, c, args)
+		}
 		if err := json.Unmarshal(c.Payload, &args); err != nil {
 			return Permanent(fmt.Errorf("kind %q: payload does not decode as %T: %w", kind, args, err))
 		}

@@ -56,8 +56,11 @@ func (e every) problem() string {
 // has no job, nor purged one, with its prefix Name@: its first slot is the
 // first after that instant, never the slot in progress. After every pool
 // was down over several slots, only the latest slot missed is enqueued,
-// once, when the first pool starts again. Slots are judged on the queue's
-// clock (Options.Clock, or on PostgreSQL the server's).
+// once, when the first pool starts again; so is it after the queue was
+// paused (no slot's job is enqueued while it is). Slots are judged on the
+// queue's clock (Options.Clock, or on PostgreSQL the server's), and a
+// Schedule is asked in UTC: a cron schedule runs on UTC unless it carries
+// a zone of its own (CRON_TZ=...). A slot's job has Job's Kind.
 type Periodic struct {
 	Name     string // the IDs' prefix: a valid name, at most MaxIDLen-25 bytes
 	Schedule Schedule
@@ -88,9 +91,13 @@ func slotID(name string, t time.Time) string {
 // slotAfter is the first slot of s strictly after after, truncated to the
 // millisecond, or the zero time: none, none that moves on from after (a
 // schedule that does not is taken to have ended), or one past year 9999,
-// which no ID can name.
+// which no ID can name. s is asked in UTC whatever after's zone: a
+// schedule that takes its zone from its argument (robfig/cron's without
+// CRON_TZ=) would otherwise follow the zone of the clock's reading, which
+// is the host's local zone for the first slot after a pool starts and UTC
+// for every later one, and differs between hosts.
 func slotAfter(s Schedule, after time.Time) time.Time {
-	t := s.Next(after)
+	t := s.Next(after.UTC())
 	if t.IsZero() {
 		return t
 	}

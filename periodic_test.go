@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -288,4 +290,47 @@ func testPeriodicCron(t *testing.T, eng testEngine) {
 	f.clock.Set(at(3, 30, 0, 0))
 	passes.at(t, at(3, 30, 0, 0))
 	f.wantIDs("03:30", "nightly@2026-01-01T03:30:00Z")
+}
+
+// bad is a Schedule that answers the zero time, its argument, or panics.
+type bad string
+
+func (b bad) Next(after time.Time) time.Time {
+	switch b {
+	case "zero":
+		return time.Time{}
+	case "same":
+		return after
+	}
+	panic("cron parse")
+}
+
+// TestPeriodicNoSlot: a Schedule that yields no usable slot (the zero time,
+// a time not after its argument) or panics logs one Error naming the
+// Periodic and what the schedule answered; the pool goes on.
+func TestPeriodicNoSlot(t *testing.T) { forEngines(t, testPeriodicNoSlot) }
+
+func testPeriodicNoSlot(t *testing.T, eng testEngine) {
+	f := newFixture(t, eng, leaseq.Options{})
+	owner := "periodic-" + eng.name
+	passes := watchPasses(t, "periodic", owner)
+	sink, logger := newLogSink()
+	f.clock.Set(at10(0, 0, 0))
+	runWork(t, f.q, leaseq.WorkerOptions{Owner: owner, PollInterval: 5 * time.Millisecond, Logger: logger,
+		Retention: leaseq.Retention{Off: true}, Periodic: []leaseq.Periodic{
+			{Name: "zero", Schedule: bad("zero")}, {Name: "same", Schedule: bad("same")}, {Name: "panics", Schedule: bad("panics")}}},
+		func(context.Context, leaseq.Claim) error { return nil })
+	for _, name := range []string{"zero", "same", "panics"} {
+		sink.waitFor(t, "the Error of "+name, func(e logEntry) bool { return e.attrs["periodic"].String() == name })
+	}
+	f.clock.Set(at10(1, 0, 0))
+	passes.at(t, at10(1, 0, 0)) // a later pass logs nothing more
+	for name, says := range map[string]string{"zero": "0001-01-01", "same": "for after", "panics": "panic: cron parse"} {
+		got := sink.all(func(e logEntry) bool {
+			return e.level == slog.LevelError && e.attrs["periodic"].String() == name
+		})
+		if len(got) != 1 || !strings.Contains(got[0].attrs["schedule_answered"].String(), says) {
+			t.Errorf("Errors for %s: %v, want one saying %q; all:\n%s", name, got, says, sink)
+		}
+	}
 }

@@ -101,7 +101,11 @@ type slowProxy struct {
 	// sent is called, once, when a client sends a message with its word;
 	// that connection's answers are then held back for its hold.
 	sent atomic.Pointer[sentHook]
-	wg   sync.WaitGroup
+	// cut, once set, drops the next answer of the server, whichever
+	// connection's, and cuts that connection at both ends: the client's
+	// message was carried out, and its answer lost.
+	cut atomic.Bool
+	wg  sync.WaitGroup
 }
 
 // sentHook is what onSend arms.
@@ -208,6 +212,10 @@ func (px *slowProxy) forward(client net.Conn, server string, conns *sync.Map) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := up.Read(buf)
+		if n > 0 && px.cut.CompareAndSwap(true, false) {
+			up.Close()
+			return
+		}
 		if n > 0 {
 			time.Sleep(time.Duration(max(px.hold.Load(), held.Load()))) // the slow network under test
 			if _, werr := client.Write(buf[:n]); werr != nil {

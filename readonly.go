@@ -127,6 +127,6 @@ func Migrate(ctx context.Context, db *sql.DB) (from, to int, err error) {
 	return from, e.SchemaCurrent(), nil
 }
 
-func (readOnlyEngine) SlotInsert(context.Context, engine.SlotInsertParams) (bool, error) {
-	return false, errReadOnly()
+func (readOnlyEngine) SlotInsert(context.Context, engine.SlotInsertParams) (engine.SlotAnswer, error) {
+	return 0, errReadOnly()
 }

@@ -35,7 +35,6 @@ func releaseFenced(c Claim, delay time.Duration, reason string) fenced {
 	return fenced{c: c, call: call}
 }
 
-// failSQL quarantines the job with the reason ?6.
 // Fail quarantines the job of c at once with reason, if c is still the
 // job's current lease (the fence of [Queue.Finish]): for work that retrying
 // cannot fix. It stays quarantined until [Queue.Requeue]. A refused Fail

@@ -48,8 +48,10 @@ type WorkerOptions struct {
 	// delay counts as 0.
 	Backoff func(attempt int) time.Duration
 	// PollInterval bounds how long an idle worker waits before it looks
-	// for jobs that another process enqueued; 0 means 1s. Jobs enqueued or
-	// released through a Queue of this process wake it at once, and it
+	// for jobs that another process enqueued when nothing woke it; 0 means
+	// 1s. Jobs enqueued or released through a Queue of this process wake it
+	// at once, as do other processes' writes on SQLite (the file is
+	// watched) and on PostgreSQL with Options.Listener (rule 56); it also
 	// wakes when a delayed job it knows of becomes due.
 	PollInterval time.Duration
 	// DrainTimeout is how long running handlers may go on after Work's

@@ -481,3 +481,42 @@ func testWorkOnOutcomeBlocks(t *testing.T, eng testEngine) {
 		t.Fatalf("%d done, want each of the %d runs recorded", n, runs.Load())
 	}
 }
+
+// TestHandleJSONEmptyPayload: an empty payload (a Periodic template's is
+// nil) arrives as T's zero value, for struct{} and for a struct with fields,
+// and the job finishes.
+func TestHandleJSONEmptyPayload(t *testing.T) {
+	forEngines(t, func(t *testing.T, e testEngine) {
+		f := newFixture(t, e, leaseq.Options{})
+		type email struct{ To string }
+		var mu sync.Mutex
+		seen := map[string]string{}
+		m := leaseq.NewMux()
+		leaseq.HandleJSON(m, "tick", func(ctx context.Context, c leaseq.Claim, args struct{}) error {
+			mu.Lock()
+			defer mu.Unlock()
+			seen[c.ID] = "tick"
+			return nil
+		})
+		leaseq.HandleJSON(m, "email", func(ctx context.Context, c leaseq.Claim, args email) error {
+			mu.Lock()
+			defer mu.Unlock()
+			seen[c.ID] = "email to " + args.To
+			return nil
+		})
+		mustEnqueue(t, f.q, leaseq.Job{ID: "t", Kind: "tick"}, leaseq.Job{ID: "e", Kind: "email", Payload: []byte{}})
+		l := newOutcomeLog()
+		runWork(t, f.q, workOpts(l), m.ServeJob)
+		got := l.wait(t, 2)
+		for _, id := range []string{"t", "e"} {
+			if got[id].Result != leaseq.OutcomeFinished {
+				t.Errorf("outcome of %s: %q (%v), want finished", id, got[id].Result, got[id].Err)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if seen["t"] != "tick" || seen["e"] != "email to " || len(seen) != 2 {
+			t.Fatalf("handlers saw %v", seen)
+		}
+	})
+}

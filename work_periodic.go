@@ -2,6 +2,7 @@ package leaseq
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -50,6 +51,41 @@ type slotter struct {
 	per   Periodic
 	known bool      // the start's read and offer are done
 	next  time.Time // the next slot to offer; zero: none
+	// held: next was refused as the queue is paused; each pass offers the
+	// latest slot from next on again, so that a Resume gets only the
+	// latest slot missed while paused, as after an outage.
+	held bool
+	told bool // the Error that the schedule yields no slot was logged
+}
+
+// guarded is a Schedule whose panics in Next are recovered: the schedule
+// then yields no slot, and the panic is kept for the log.
+type guarded struct {
+	s        Schedule
+	answered *string // what the last Next said, for the log
+}
+
+func (g guarded) Next(after time.Time) (t time.Time) {
+	defer func() {
+		if v := recover(); v != nil {
+			*g.answered, t = fmt.Sprintf("panic: %v", v), time.Time{}
+		}
+	}()
+	t = g.s.Next(after)
+	*g.answered = fmt.Sprintf("%v for after %v", t, after)
+	return t
+}
+
+// tellNoSlot logs once, as an Error, that s's schedule yields no usable
+// slot (none, one not after the argument, or a panic): its Periodic never
+// fires again, which would otherwise pass unseen.
+func (p *pool) tellNoSlot(s *slotter, answered string) {
+	if !s.known || answered == "" || !s.next.IsZero() || s.told {
+		return
+	}
+	s.told = true
+	p.log.Error("leaseq: periodic schedule yields no usable slot; it will not fire", "periodic", s.per.Name,
+		"queue", p.q.name, "owner", p.opts.Owner, "schedule_answered", answered)
 }
 
 // periodicLoop offers the pool's slots until ctx ends.
@@ -108,7 +144,7 @@ func (p *pool) periodicPass(ctx context.Context, slots []*slotter, now time.Time
 		if err := p.slotPass(ctx, s, now); err != nil {
 			return 0, err
 		}
-		if !s.next.IsZero() {
+		if !s.next.IsZero() && !s.held {
 			wait = min(wait, s.next.Sub(now))
 		}
 	}
@@ -120,19 +156,19 @@ func (p *pool) periodicPass(ctx context.Context, slots []*slotter, now time.Time
 // before now is offered (the one in progress, or the latest missed while
 // every pool was down); if not the first slot is the next one.
 func (p *pool) slotPass(ctx context.Context, s *slotter, now time.Time) error {
-	sched := s.per.Schedule
+	var answered string
+	sched := guarded{s: s.per.Schedule, answered: &answered}
+	defer func() { p.tellNoSlot(s, answered) }()
 	if !s.known {
 		seen, err := p.q.e.SlotSeen(ctx, engine.SlotSeenParams{Queue: p.q.name, Prefix: s.per.Name + "@"})
 		if err != nil {
 			return opError("periodic", job(s.per.Name), err)
 		}
-		if last, ok := latestSlot(sched, now); seen && ok {
-			if err := p.offerSlot(ctx, s.per, last); err != nil {
-				return err
-			}
-		}
 		s.known, s.next = true, slotAfter(sched, now)
-		return nil
+		if last, ok := latestSlot(sched, now); seen && ok {
+			return p.offerSlot(ctx, s, last)
+		}
+		return nil // tellNoSlot runs with what Next answered
 	}
 	if s.next.IsZero() || s.next.After(now) {
 		return nil
@@ -145,24 +181,27 @@ func (p *pool) slotPass(ctx context.Context, s *slotter, now time.Time) error {
 		}
 		last = n
 	}
-	if err := p.offerSlot(ctx, s.per, last); err != nil {
-		return err
-	}
 	s.next = slotAfter(sched, last)
-	return nil
+	return p.offerSlot(ctx, s, last)
 }
 
-// offerSlot enqueues the job of slot t of per unless the queue has it or
-// purged it.
-func (p *pool) offerSlot(ctx context.Context, per Periodic, t time.Time) error {
-	j := per.Job
-	j.ID, j.RunAt = slotID(per.Name, t), t
+// offerSlot enqueues the job of slot t of s unless the queue has it or
+// purged it. A paused queue refuses it: s then holds t as its next slot,
+// to be offered again, or a later one, once the queue is resumed.
+func (p *pool) offerSlot(ctx context.Context, s *slotter, t time.Time) error {
+	j := s.per.Job
+	j.ID, j.RunAt = slotID(s.per.Name, t), t
 	row := p.q.newRow(j, p.q.now())
-	ok, err := p.q.e.SlotInsert(ctx, engine.SlotInsertParams{Queue: p.q.ref(), Job: row})
+	answer, err := p.q.e.SlotInsert(ctx, engine.SlotInsertParams{Queue: p.q.ref(), Job: row})
 	if err != nil {
+		s.next = t // offered again at the next pass
 		return opError("periodic", job(j.ID), err)
 	}
-	if ok {
+	s.held = answer == engine.SlotPaused
+	if s.held {
+		s.next = t
+	}
+	if answer == engine.SlotWritten {
 		p.q.e.Wakers().Signal(p.q.name)
 		p.log.Debug("leaseq: periodic job enqueued", "job", j.ID, "queue", p.q.name, "owner", p.opts.Owner)
 	}

@@ -47,7 +47,8 @@ const (
 //
 // Inside Work the span ends once the queue decided what became of the
 // run's result (leaseq.AfterOutcome), and says so in leaseq.outcome; its
-// status is Error with the handler's error, or with the outcome when a nil
+// status is Error with the handler's error (but for a Snooze, which is
+// no failure), or with the outcome when a nil
 // result was refused or could not be written. Around a handler called
 // otherwise (Process, by hand) it ends when the handler returns.
 func Middleware(tp trace.TracerProvider) func(leaseq.Handler) leaseq.Handler {
@@ -95,9 +96,12 @@ func spanAttributes(c leaseq.Claim) []attribute.KeyValue {
 }
 
 // endSpan ends span with the status of a run whose handler returned err
-// and whose outcome was result ("" when unknown).
+// and whose outcome was result ("" when unknown). A snooze comes back as
+// the handler's error but is no failure: its span keeps the status Unset,
+// as OpenTelemetry leaves a span that did not fail.
 func endSpan(span trace.Span, err error, result string) {
 	switch {
+	case result == leaseq.OutcomeSnoozed:
 	case err != nil:
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())

@@ -81,14 +81,14 @@ func attrs(kvs []attribute.KeyValue) map[string]string {
 func TestSpans(t *testing.T) {
 	clock, q := open(t)
 	ctx := context.Background()
-	if err := q.EnqueueBatch(ctx, []leaseq.Job{{ID: "ok", Kind: "email"}, {ID: "err"}, {ID: "panic"}, {ID: "refused"}}); err != nil {
+	if err := q.EnqueueBatch(ctx, []leaseq.Job{{ID: "ok", Kind: "email"}, {ID: "err"}, {ID: "panic"}, {ID: "refused"}, {ID: "snooze"}}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Set(t0.Add(time.Second))
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
 	noop := func(leaseq.Outcome) {}
-	work(t, q, tp, noop, 4, func(ctx context.Context, c leaseq.Claim) error {
+	work(t, q, tp, noop, 5, func(ctx context.Context, c leaseq.Claim) error {
 		switch c.ID {
 		case "ok":
 			_, child := tp.Tracer("app").Start(ctx, "send")
@@ -99,6 +99,8 @@ func TestSpans(t *testing.T) {
 			panic("oops")
 		case "refused":
 			return q.Cancel(ctx, c.ID, "operator")
+		case "snooze":
+			return leaseq.Snooze(time.Hour)
 		}
 		return nil
 	})
@@ -111,8 +113,8 @@ func TestSpans(t *testing.T) {
 		}
 		spans[attrs(s.Attributes())["messaging.message.id"]] = s
 	}
-	if len(spans) != 4 {
-		t.Fatalf("%d spans of runs, want 4", len(spans))
+	if len(spans) != 5 {
+		t.Fatalf("%d spans of runs, want 5", len(spans))
 	}
 	for id, want := range map[string]struct {
 		outcome string
@@ -123,6 +125,7 @@ func TestSpans(t *testing.T) {
 		"err":     {leaseq.OutcomeReleased, codes.Error, "smtp down"},
 		"panic":   {leaseq.OutcomeReleased, codes.Error, "panic: oops"},
 		"refused": {leaseq.OutcomeRefused, codes.Error, "result refused"},
+		"snooze":  {leaseq.OutcomeSnoozed, codes.Unset, ""},
 	} {
 		s := spans[id]
 		a := attrs(s.Attributes())

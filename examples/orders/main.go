@@ -128,7 +128,7 @@ func enqueueHandler(q *leaseq.Queue) http.Handler {
 			if err != nil {
 				return err
 			}
-			_, err = tx.ExecContext(ctx, `INSERT INTO orders (id, qty, placed_at) VALUES (?, ?, ?)`,
+			_, err = tx.ExecContext(ctx, `INSERT INTO orders (id, qty, placed_at) VALUES ($1, $2, $3)`,
 				o.ID, o.Qty, time.Now().UnixMilli())
 			return err
 		})
@@ -186,7 +186,7 @@ func (d *deliverer) deliver(ctx context.Context, c leaseq.Claim) error {
 		return d.recordDelivery(ctx, c)
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
 		secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-		return leaseq.RetryAfter(time.Duration(secs)*time.Second, fmt.Errorf("receiver: %s", resp.Status))
+		return leaseq.Snooze(time.Duration(secs) * time.Second) // the receiver is busy, not broken: spends no attempt
 	case resp.StatusCode < 500:
 		return leaseq.Permanent(fmt.Errorf("receiver refused the order: %s", resp.Status))
 	default:
@@ -200,7 +200,7 @@ func (d *deliverer) deliver(ctx context.Context, c leaseq.Claim) error {
 // says so.
 func (d *deliverer) recordDelivery(ctx context.Context, c leaseq.Claim) error {
 	ok, err := d.q.FinishTx(ctx, c, func(ctx context.Context, tx leaseq.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO deliveries (order_id, token, delivered_at) VALUES (?, ?, ?)
+		_, err := tx.ExecContext(ctx, `INSERT INTO deliveries (order_id, token, delivered_at) VALUES ($1, $2, $3)
 			ON CONFLICT (order_id) DO UPDATE SET token = excluded.token, delivered_at = excluded.delivered_at`,
 			c.ID, c.Token, time.Now().UnixMilli())
 		return err

@@ -89,7 +89,7 @@ func TestOrdersEndToEnd(t *testing.T) {
 	if err := db.QueryRow(`SELECT count(*) FROM orders`).Scan(&orders); err != nil || orders != 1 {
 		t.Fatalf("orders: %d %v, want order-7 alone", orders, err)
 	}
-	if err := db.QueryRow(`SELECT token FROM deliveries WHERE order_id = ?`, "order-7").Scan(&token); err != nil || token != s.Token {
+	if err := db.QueryRow(`SELECT token FROM deliveries WHERE order_id = $1`, "order-7").Scan(&token); err != nil || token != s.Token {
 		t.Fatalf("delivery of order-7: token %d %v, want the finishing claim's %d", token, err, s.Token)
 	}
 }

@@ -141,8 +141,8 @@ type Engine interface {
 	// Periodic jobs, rule 53 (periodic.go).
 
 	// SlotInsert writes a periodic slot's job unless its ID is in the
-	// queue or was purged, in one statement: whether it wrote it.
-	SlotInsert(ctx context.Context, p SlotInsertParams) (inserted bool, err error)
+	// queue or was purged, or the queue is paused: what it did.
+	SlotInsert(ctx context.Context, p SlotInsertParams) (SlotAnswer, error)
 	// SlotSeen reports whether a job of the queue, or a purged one, has an
 	// ID that starts with p.Prefix: a read, without the write lock.
 	SlotSeen(ctx context.Context, p SlotSeenParams) (bool, error)

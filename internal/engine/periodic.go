@@ -2,9 +2,10 @@ package engine
 
 // Periodic jobs (rule 53 in docs/rules.md): a slot's job is a job like any
 // other, with the ID Name@<slot>; the unique (queue, id) admits one per
-// slot, and leaseq_purged, which remembers the IDs of purged jobs that were
-// claimed, keeps a purged slot from being enqueued again. No table of its
-// own: whether a Periodic was seen before is read from its IDs.
+// slot, and leaseq_purged, which remembers the ID of every purged job
+// (claimed or not: a slot's job cancelled before its first claim has token
+// 0), keeps a purged slot from being enqueued again. No table of its own:
+// whether a Periodic was seen before is read from its IDs.
 
 // SlotInsertParams are SlotInsert's: the job of one slot, validated, with
 // the queue's defaults filled in.
@@ -12,6 +13,19 @@ type SlotInsertParams struct {
 	Queue Queue
 	Job   JobRow
 }
+
+// SlotAnswer is what SlotInsert did.
+type SlotAnswer int
+
+const (
+	// SlotWritten: the job is in the queue.
+	SlotWritten SlotAnswer = iota + 1
+	// SlotTaken: nothing written, as the queue has the ID or purged it.
+	SlotTaken
+	// SlotPaused: nothing written, as the queue is paused (rule 54): a
+	// paused queue gathers no slots, which would all run at its Resume.
+	SlotPaused
+)
 
 // SlotSeenParams are SlotSeen's. Prefix is a Periodic's "Name@", and
 // always ends with '@'.

@@ -37,6 +37,12 @@ func (e *Engine) JobClaim(ctx context.Context, p engine.JobClaimParams) ([]engin
 	}
 	defer conn.Close()
 	if _, err := conn.ExecContext(ctx, stmt("sweep"), q.Name, q.Clock.Arg()); err != nil {
+		if ctx.Err() != nil {
+			// The driver answers a statement begun on an ended context
+			// with database/sql's "bad connection" (nothing was sent);
+			// the caller left, and is told so.
+			return nil, ctx.Err()
+		}
 		return nil, interpretError(err)
 	}
 	cs, err := retry(ctx, func() ([]engine.ClaimRow, error) { return e.claimTx(ctx, conn, p) })
@@ -69,11 +75,10 @@ func (e *Engine) claimTx(ctx context.Context, conn *sql.Conn, p engine.JobClaimP
 		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
-		if ctx.Err() != nil {
-			// The caller left: the COMMIT was cut short, and the server
-			// may still carry it out. A COMMIT that failed otherwise (the
-			// connection lost) is rule 41's unknown outcome, as for every
-			// call: its leases run out as a crashed worker's do.
+		if ctx.Err() != nil || lost(err) {
+			// The caller left, or the connection was lost: the COMMIT
+			// may have been carried out all the same, and the claims,
+			// whose answer the caller never gets, are undone.
 			e.abandon(p.Queue, cs)
 		}
 		return nil, err

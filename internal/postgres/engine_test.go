@@ -331,7 +331,7 @@ func TestEngineOutcomeReads(t *testing.T) {
 	if err != nil || a.out != 7 {
 		t.Fatal(a, err)
 	}
-	if done, err := e.committed(ctx, a.mark, a.xid); err != nil || !done {
+	if done, err := e.committed(ctx, a.mark, a.xid, a.start); err != nil || !done {
 		t.Errorf("committed of a committed transaction: %v, %v", done, err)
 	}
 }

@@ -2,23 +2,43 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 
 	"github.com/leaseq/leaseq/internal/engine"
 )
 
-// SlotInsert writes a periodic slot's job (slot_insert.sql) and reports
-// whether it was written: not when the ID is taken or was purged. A call
-// cut short is answered as write answers it.
-func (e *Engine) SlotInsert(ctx context.Context, p engine.SlotInsertParams) (bool, error) {
+// SlotInsert writes a periodic slot's job (slot_insert.sql) unless the
+// queue is paused or the ID is taken or was purged, and then reads
+// leaseq_purged again (slot_purged.sql) for a purge that committed while
+// the insert ran, whose row it deletes. A call cut short is answered as
+// write answers it.
+func (e *Engine) SlotInsert(ctx context.Context, p engine.SlotInsertParams) (engine.SlotAnswer, error) {
 	j := p.Job
-	return write(ctx, e, func(ctx context.Context, tx engine.Execer) (bool, error) {
-		r, err := tx.ExecContext(ctx, stmt("slot_insert"), p.Queue.Name, j.ID, int64(j.Qty), j.Payload, int32(j.MaxAttempts),
-			j.Deadline, j.RunAt, int32(j.Priority), instant(p.Queue, j.Created))
+	return write(ctx, e, func(ctx context.Context, tx engine.Execer) (engine.SlotAnswer, error) {
+		var seq sql.NullInt64
+		var paused bool
+		err := tx.QueryRowContext(ctx, stmt("slot_insert"), p.Queue.Name, j.ID, int64(j.Qty), j.Payload, int32(j.MaxAttempts),
+			j.Deadline, j.RunAt, int32(j.Priority), instant(p.Queue, j.Created), j.Kind).Scan(&seq, &paused)
+		switch {
+		case err != nil:
+			return 0, err
+		case paused:
+			return engine.SlotPaused, nil
+		case !seq.Valid:
+			return engine.SlotTaken, nil
+		}
+		r, err := tx.ExecContext(ctx, stmt("slot_purged"), seq.Int64, p.Queue.Name, j.ID)
 		if err != nil {
-			return false, err
+			return 0, err
 		}
 		n, err := r.RowsAffected()
-		return n == 1, err
+		if err != nil {
+			return 0, err
+		}
+		if n == 1 {
+			return engine.SlotTaken, nil
+		}
+		return engine.SlotWritten, nil
 	})
 }
 

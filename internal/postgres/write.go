@@ -3,8 +3,10 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/leaseq/leaseq/internal/engine"
@@ -25,7 +27,8 @@ type attempt[T any] struct {
 	out    T
 	mark   int64  // the advisory lock key of mark.sql
 	xid    string // the transaction's ID
-	unsure bool   // the COMMIT failed once ctx had ended
+	start  string // the server's start as the transaction began
+	unsure bool   // the COMMIT failed with no answer from the server (lost)
 }
 
 // write runs fn in one READ COMMITTED transaction and commits it, retrying
@@ -36,32 +39,79 @@ type attempt[T any] struct {
 // statement or the COMMIT runs gives it answerWait more to answer, as
 // answered gives an enqueue's statement, so that the call still returns
 // soon after ctx ends while the server does not answer (rule 24). A COMMIT
-// that fails once ctx has ended — cut short, or its connection lost — may
-// have been carried out by the server all the same: the call then finds
-// out whether the transaction committed (committed), and answers fn's
-// result and nil if it did, ctx's error if not (ctx's error only when
-// nothing of the call was written), and, when even that read gets no
-// answer, that it is not known. A COMMIT that fails while ctx runs is rule
-// 41's lost connection: the driver's error.
+// that fails without the server's answer — cut short by ctx, or its
+// connection lost — may have been carried out by the server all the same:
+// the call then finds out whether the transaction committed (committed),
+// and answers fn's result and nil if it did; if not, ctx's error once ctx
+// has ended, else the COMMIT's; and, when even that read gets no answer,
+// that it is not known. A caller told "failed" of a call that committed
+// would do its work twice.
 func write[T any](ctx context.Context, e *Engine, fn txFunc[T]) (T, error) {
 	var zero T
 	a, err := retry(ctx, func() (attempt[T], error) { return tryTx(ctx, e, fn) })
-	if !a.unsure || ctx.Err() == nil {
+	if !a.unsure {
 		if err != nil {
 			return zero, interpretError(err)
 		}
 		return a.out, nil
 	}
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), answerWait)
-	defer cancel()
-	done, ferr := e.committed(fctx, a.mark, a.xid)
+	done, ferr := findOut(ctx, func(fctx context.Context) (bool, error) { return e.committed(fctx, a.mark, a.xid, a.start) })
 	switch {
 	case ferr != nil:
-		return zero, outcomeUnknown(ctx, ferr)
+		return zero, outcomeUnknown(ctx, err, ferr)
 	case done:
 		return a.out, nil
+	case ctx.Err() != nil:
+		return zero, ctx.Err()
 	}
-	return zero, ctx.Err()
+	return zero, interpretError(err)
+}
+
+// lostWait bounds the look-up of what a call whose connection was lost
+// did, tried again while the server does not answer (a server restarting).
+const lostWait = 5 * time.Second
+
+// findOut runs find, the read that tells what a call cut short did, until
+// it answers: within lostWait, and no longer than answerWait after ctx
+// ends (rule 24). An errUnknowable answer is final.
+func findOut[T any](ctx context.Context, find func(ctx context.Context) (T, error)) (T, error) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lostWait)
+	defer cancel()
+	late := context.AfterFunc(ctx, func() { time.AfterFunc(answerWait, cancel) })
+	defer late()
+	for n := 0; ; n++ {
+		v, err := find(fctx)
+		if err == nil || errors.Is(err, errUnknowable) || fctx.Err() != nil {
+			return v, err
+		}
+		t := time.NewTimer(faultDelay(n, 0) / 10)
+		select {
+		case <-t.C:
+		case <-fctx.Done():
+			t.Stop()
+			return v, err
+		}
+	}
+}
+
+// errUnknowable is the answer of a look-up that cannot tell.
+var errUnknowable = errors.New("the server cannot tell")
+
+// lost reports whether err, a statement's or a COMMIT's, came without the
+// server's answer, so that the server may have carried the statement out:
+// any error but the server's own (a SQLSTATE, a taken ID) or no row. The server's
+// errors of a connection it ends (class 08, and 57P: shutdown, crash,
+// terminated) are no answer either: a backend terminated as its COMMIT
+// completes, or in a crash restart, sends one of them for a COMMIT it
+// carried out. The driver's word that nothing was sent is not taken:
+// pgx answers a COMMIT whose answer was lost with "conn closed", as it
+// does one never sent.
+func lost(err error) bool {
+	if err == nil || errors.Is(err, sql.ErrNoRows) || errors.Is(err, engine.ErrDuplicate) {
+		return false
+	}
+	s := sqlState(err)
+	return s == "" || strings.HasPrefix(s, "08") || strings.HasPrefix(s, "57P")
 }
 
 // tryTx is one try of write: a transaction marked for committed, fn, and
@@ -73,7 +123,7 @@ func tryTx[T any](ctx context.Context, e *Engine, fn txFunc[T]) (attempt[T], err
 		if err != nil {
 			return struct{}{}, err
 		}
-		err = tx.QueryRowContext(sctx, stmt("mark"), a.mark).Scan(&a.xid)
+		err = tx.QueryRowContext(sctx, stmt("mark"), a.mark).Scan(&a.xid, &a.start)
 		if err == nil {
 			a.out, err = fn(sctx, tx)
 		}
@@ -85,30 +135,36 @@ func tryTx[T any](ctx context.Context, e *Engine, fn txFunc[T]) (attempt[T], err
 			return struct{}{}, err
 		}
 		err = tx.Commit()
-		a.unsure = err != nil && ctx.Err() != nil
+		a.unsure = lost(err)
 		return struct{}{}, err
 	})
 	return a, err
 }
 
-// committed reports whether the transaction of write marked mark, with the
-// ID xid, committed: one read, which waits for the transaction to end
-// first — a COMMIT the server has not yet carried out may still be. Each
-// transaction of write ends in its own COMMIT or abort, so the status of
-// its ID says exactly whether the call was written, whatever happened to
-// its rows since.
-func (e *Engine) committed(ctx context.Context, mark int64, xid string) (bool, error) {
+// committed reports whether the transaction of write a, with its mark,
+// committed: one read, which waits for the transaction to end first — a
+// COMMIT the server has not yet carried out may still be. Each transaction
+// of write ends in its own COMMIT or abort, so the status of its ID says
+// exactly whether the call was written, whatever happened to its rows
+// since — unless the server restarted since the transaction began: an ID
+// not yet durable at the crash is given again, so "committed" may be
+// another transaction's then (errUnknowable), while "aborted" is still
+// this one's.
+func (e *Engine) committed(ctx context.Context, mark int64, xid, start string) (bool, error) {
 	var status sql.NullString
-	if err := e.db.QueryRowContext(ctx, stmt("committed"), mark, xid).Scan(&status); err != nil {
+	var restarted bool
+	if err := e.db.QueryRowContext(ctx, stmt("committed"), mark, xid, start).Scan(&status, &restarted); err != nil {
 		return false, err
 	}
-	switch status.String {
-	case "committed":
-		return true, nil
-	case "aborted":
+	switch {
+	case status.String == "aborted":
 		return false, nil
+	case status.String == "committed" && !restarted:
+		return true, nil
+	case restarted:
+		return false, fmt.Errorf("%w: the server restarted since the transaction began", errUnknowable)
 	}
-	return false, fmt.Errorf("transaction %s is %q", xid, status.String)
+	return false, fmt.Errorf("%w: transaction %s is %q", errUnknowable, xid, status.String)
 }
 
 // cutAnswer is one try of answered: the statements' result, and whether
@@ -126,7 +182,8 @@ type cutAnswer[T any] struct {
 // under new IDs would do the work twice. Instead the statement has
 // answerWait after ctx ends to answer: its answer is what happened (ctx's
 // error only when nothing of the call was written). Cut short after that
-// (a server that does not answer), the call reads whether the statement's
+// (a server that does not answer), or its connection lost with no answer
+// (lost), the call reads whether the statement's
 // rows are there (found, within answerWait again) and answers found's
 // result if they are, ctx's error if not; when even that read gets no
 // answer, it says that whether anything was written is not known, without
@@ -140,22 +197,28 @@ func answered[T any](ctx context.Context, e *Engine, write txFunc[T], found func
 		}
 		defer conn.Close()
 		out, cut, err := graced(ctx, func(sctx context.Context) (T, error) { return write(sctx, conn) })
-		return cutAnswer[T]{out, cut}, err
+		return cutAnswer[T]{out, cut || lost(err)}, err
 	})
-	err = interpretError(err)
-	if !a.cut || ctx.Err() == nil {
-		return a.out, err
+	if !a.cut {
+		return a.out, interpretError(err)
 	}
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), answerWait)
-	defer cancel()
-	out, there, ferr := found(fctx)
+	type seen struct {
+		out   T
+		there bool
+	}
+	s, ferr := findOut(ctx, func(fctx context.Context) (seen, error) {
+		out, there, err := found(fctx)
+		return seen{out, there}, err
+	})
 	switch {
 	case ferr != nil:
-		return zero, outcomeUnknown(ctx, ferr)
-	case there:
-		return out, nil
+		return zero, outcomeUnknown(ctx, err, ferr)
+	case s.there:
+		return s.out, nil
+	case ctx.Err() != nil:
+		return s.out, ctx.Err()
 	}
-	return out, ctx.Err()
+	return s.out, interpretError(err)
 }
 
 // graced runs op on a context that ends answerWait after ctx does, and
@@ -170,12 +233,16 @@ func graced[T any](ctx context.Context, op func(ctx context.Context) (T, error))
 	return out, err != nil && sctx.Err() != nil, err
 }
 
-// outcomeUnknown is the answer of a call cut short by ctx whose read of
+// outcomeUnknown is the answer of a call cut short (by ctx, or by cause, its
+// lost connection) whose read of
 // what happened failed with err. Neither error is wrapped: the call may
 // have been written, and a caller that took ctx's error for "nothing
 // happened" would be misled.
-func outcomeUnknown(ctx context.Context, err error) error {
-	return fmt.Errorf("%v, and the server did not answer within %v; whether the call was written is not known (%v)", ctx.Err(), answerWait, err)
+func outcomeUnknown(ctx context.Context, cause, err error) error {
+	if ctx.Err() != nil {
+		cause = ctx.Err()
+	}
+	return fmt.Errorf("%v, and the read that finds out what the call did failed; whether the call was written is not known (%v)", cause, err)
 }
 
 // read runs a read on the *sql.DB, retried as write's transactions are.

@@ -99,18 +99,33 @@ func fenceHolds(ctx context.Context, tx engine.Execer, q engine.Queue, f engine.
 
 // undoFn rolls back to Fn's savepoint and answers out, unless cause (a
 // statement's error, which may have ended the transaction) or the rollback
-// fails: then the transaction fails.
+// fails: then the transaction fails. A rollback fails most often because an
+// error of Fn's (SQLITE_FULL, I/O, an interrupt) made SQLite roll back the
+// whole transaction, savepoint and all: that error, not the missing
+// savepoint, is then the transaction's.
 func undoFn(run context.Context, tx engine.Execer, out engine.TxOutcome, cause error) (engine.TxOutcome, error) {
 	if cause != nil {
 		return engine.TxOutcome{}, cause
 	}
 	if _, err := tx.ExecContext(run, stmt("tx_savepoint_rollback")); err != nil {
-		return engine.TxOutcome{}, err
+		return engine.TxOutcome{}, outcomeErr(out, err)
 	}
 	if _, err := tx.ExecContext(run, stmt("tx_savepoint_release")); err != nil {
-		return engine.TxOutcome{}, err
+		return engine.TxOutcome{}, outcomeErr(out, err)
 	}
 	return out, nil
+}
+
+// outcomeErr is the error that ended out's call, or rbErr (that of the
+// savepoint's rollback) when out carries none.
+func outcomeErr(out engine.TxOutcome, rbErr error) error {
+	switch {
+	case out.FnErr != nil:
+		return out.FnErr
+	case out.Err != nil:
+		return out.Err
+	}
+	return rbErr
 }
 
 // insertSaved is Tx.Insert for queue: the jobs under a savepoint (that of
@@ -122,9 +137,14 @@ func insertSaved(queue string) func(ctx context.Context, tx engine.Execer, jobs 
 		}
 		for i, j := range jobs {
 			if err := insert(ctx, tx, queue, j); err != nil {
-				_, rbErr := tx.ExecContext(ctx, stmt("savepoint_rollback"))
+				// A rollback that fails after err (SQLITE_FULL, I/O) finds
+				// the transaction rolled back whole by SQLite: err is the
+				// answer, and the transaction fails with it.
+				if _, rbErr := tx.ExecContext(ctx, stmt("savepoint_rollback")); rbErr != nil {
+					return -1, err
+				}
 				_, relErr := tx.ExecContext(ctx, stmt("savepoint_release"))
-				return i, errors.Join(err, rbErr, relErr)
+				return i, errors.Join(err, relErr)
 			}
 		}
 		_, err := tx.ExecContext(ctx, stmt("savepoint_release"))

@@ -7,23 +7,37 @@ import (
 )
 
 // SlotInsert writes a periodic slot's job (slot_insert.sql) in a
-// transaction that may be shared with other single calls, and reports
-// whether it was written: not when the ID is taken or was purged.
-func (e *Engine) SlotInsert(ctx context.Context, p engine.SlotInsertParams) (bool, error) {
+// transaction that may be shared with other single calls, unless the queue
+// is paused (slot_paused.sql, read under the same write lock) or the ID is
+// taken or was purged.
+func (e *Engine) SlotInsert(ctx context.Context, p engine.SlotInsertParams) (engine.SlotAnswer, error) {
 	j := p.Job
-	body := func(ctx context.Context, tx engine.Execer) (bool, error) {
+	body := func(ctx context.Context, tx engine.Execer) (engine.SlotAnswer, error) {
+		var paused bool
+		if err := tx.QueryRowContext(ctx, stmt("slot_paused"), p.Queue.Name).Scan(&paused); err != nil {
+			return 0, interpretError(err)
+		}
+		if paused {
+			return engine.SlotPaused, nil
+		}
 		r, err := tx.ExecContext(ctx, stmt("slot_insert"), p.Queue.Name, j.ID, j.Qty, j.Payload, j.MaxAttempts,
-			j.Deadline, j.RunAt, j.Priority, j.Due, j.Created)
+			j.Deadline, j.RunAt, j.Priority, j.Due, j.Created, j.Kind)
 		if err != nil {
-			return false, interpretError(err)
+			return 0, interpretError(err)
 		}
 		n, err := r.RowsAffected()
-		return n == 1, err
+		if err != nil {
+			return 0, err
+		}
+		if n != 1 {
+			return engine.SlotTaken, nil
+		}
+		return engine.SlotWritten, nil
 	}
 	if !p.Queue.NoGroup {
 		return groupTx(ctx, e, p.Queue, nil, body)
 	}
-	return writeTx(ctx, e, write[bool]{run: body})
+	return writeTx(ctx, e, write[engine.SlotAnswer]{run: body})
 }
 
 // SlotSeen reads whether an ID of the queue, or a purged one, starts with

@@ -1,6 +1,7 @@
 -- Deletes one chunk of jobs of status $2 whose last change is before $3,
--- oldest first, from leaseq_jobs_finished, and remembers the last token of
--- each of them that was ever claimed (rule 21 in docs/rules.md), in one
+-- oldest first, from leaseq_jobs_finished, and remembers the ID and last
+-- token of each of them (rule 21 in docs/rules.md; one never claimed too,
+-- with token 0, as purge_tokens.sql of the SQLite engine says), in one
 -- statement: it locks the chunk, remembers, and deletes. Two statements
 -- would each see the rows as they are when it starts (READ COMMITTED), so a
 -- job that ended between them would be deleted with its token forgotten, and
@@ -19,6 +20,6 @@ WITH doomed AS (
     FOR UPDATE),
 remembered AS (
     INSERT INTO leaseq_purged (queue, id, token)
-    SELECT queue, id, token FROM doomed WHERE token > 0
+    SELECT queue, id, token FROM doomed
     ON CONFLICT (queue, id) DO UPDATE SET token = excluded.token)
 DELETE FROM leaseq_jobs WHERE seq IN (SELECT seq FROM doomed)

@@ -1,0 +1,14 @@
+-- The second statement of a periodic slot's write (rule 53): deletes the
+-- row slot_insert.sql just wrote if its ID was purged after all. The
+-- insert read leaseq_purged on the snapshot its statement took when it
+-- began; a purge of the ID that had deleted the old job and not yet
+-- committed is not in it, and the insert waited on the old row's index
+-- entry for that purge to commit, then wrote the slot's job again. This
+-- statement takes a snapshot of its own (READ COMMITTED), after the
+-- insert's wait, so it sees that purge's leaseq_purged row, as the trigger
+-- leaseq_purged_token (schema.sql) sees it for a token.
+-- PostgreSQL: SQLite's write lock keeps a purge from committing while its
+-- insert runs.
+-- args: $1 seq, $2 queue, $3 id
+-- index: leaseq_jobs_pkey, leaseq_purged_pkey
+DELETE FROM leaseq_jobs WHERE seq = $1 AND EXISTS (SELECT FROM leaseq_purged WHERE queue = $2 AND id = $3)
