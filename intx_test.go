@@ -626,3 +626,50 @@ func TestInTxCtxAfterFn(t *testing.T) {
 		}
 	})
 }
+
+// TestInTxSlowStatementCtx: a statement of fn that would run for ever
+// ends when the call's context does, on both engines, and the calls that
+// shared SQLite's transaction with it are written all the same; nothing
+// of the InTx is. Before, SQLite ran fn's statements on the shared
+// transaction's context, and a 500 ms context returned after the
+// statement finished (10–18 s for a billion rows; never for this one).
+func TestInTxSlowStatementCtx(t *testing.T) {
+	forEngines(t, func(t *testing.T, e testEngine) {
+		f := newFixture(t, e, leaseq.Options{})
+		ctx, cancel := context.WithTimeout(f.ctx, 300*time.Millisecond)
+		defer cancel()
+		besides := make(chan error, 20)
+		answer := make(chan error, 1)
+		for i := range cap(besides) { // beside it, some in its group
+			go func() { besides <- f.q.Enqueue(f.ctx, leaseq.Job{ID: fmt.Sprintf("beside-%d", i)}) }()
+		}
+		go func() {
+			answer <- f.q.InTx(ctx, func(ctx context.Context, tx leaseq.Tx) error {
+				if err := tx.Enqueue(ctx, leaseq.Job{ID: "inside"}); err != nil {
+					return err
+				}
+				var n int64
+				return tx.QueryRowContext(ctx, `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c`).Scan(&n)
+			})
+		}()
+		select {
+		case err := <-answer:
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("InTx answered %v, want its context's deadline", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("InTx had not answered 30 s after its 300 ms context ended")
+		}
+		for range cap(besides) {
+			if err := <-besides; err != nil {
+				t.Fatalf("an Enqueue beside the InTx: %v", err)
+			}
+		}
+		if _, err := f.q.Get(f.ctx, "inside"); !errors.Is(err, leaseq.ErrNotFound) {
+			t.Fatalf("the InTx's own job: %v, want ErrNotFound\n%s", err, f.dump())
+		}
+		for i := range cap(besides) {
+			f.get(fmt.Sprintf("beside-%d", i))
+		}
+	})
+}

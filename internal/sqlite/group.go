@@ -399,6 +399,12 @@ func (g *group) runOps(ctx context.Context, tx engine.Execer, ops []*groupOp) er
 		op.ran = true
 		op.v, op.err = op.run(ctx, tx)
 		if op.err != nil && !errors.Is(op.err, engine.ErrDuplicate) {
+			if op.ctx.Err() != nil {
+				// Its caller left, and SQLite may have rolled the
+				// transaction back with its interrupted statement: the
+				// others run again without it, as they would have.
+				return errRegroup
+			}
 			return op.err
 		}
 	}

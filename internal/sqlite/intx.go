@@ -63,9 +63,11 @@ func (e *Engine) fnTx(ctx, run context.Context, tx engine.Execer, p engine.TxRun
 			return undoFn(run, tx, engine.TxOutcome{Refused: true}, err)
 		}
 	}
-	t := engine.NewTx(run, tx, e.dbh, insertSaved(p.Queue.Name))
+	sctx, stop := callerBound(run, ctx)
+	t := engine.NewTx(sctx, tx, e.dbh, insertSaved(p.Queue.Name))
 	err := p.Fn(ctx, t)
 	_, closeErr := t.End()
+	stop()
 	switch {
 	case isBusy(err):
 		return engine.TxOutcome{}, err // the whole transaction is tried again
@@ -150,4 +152,15 @@ func insertSaved(queue string) func(ctx context.Context, tx engine.Execer, jobs 
 		_, err := tx.ExecContext(ctx, stmt("savepoint_release"))
 		return -1, err
 	}
+}
+
+// callerBound is the context fn's statements run on: run, which the shared
+// transaction's statements run on, ended too when the caller's ctx ends,
+// so that a slow statement of fn is interrupted and the call answers soon
+// after its context ends; the group then rolls the shared transaction back
+// and runs its other calls again (errRegroup). stop releases it.
+func callerBound(run, ctx context.Context) (context.Context, func()) {
+	sctx, cancel := context.WithCancel(run)
+	unhook := context.AfterFunc(ctx, cancel)
+	return sctx, func() { unhook(); cancel() }
 }
