@@ -303,3 +303,142 @@ func TestCancelledPurgeAnswersWhatHappened(t *testing.T) {
 		}
 	})
 }
+
+// TestCancelledClaimAnswersWhatHappened: a Claim, a ClaimBatch and an
+// InTx whose context is cancelled at a random point answer either their
+// success, with the rows to show for it, or their context's error with
+// nothing of them kept (a claim cut short is undone: its job is claimable
+// again, rule 24) — never a driver's error such as database/sql's "bad
+// connection", which pgx's closing of a cancelled query's connection lets
+// through and reads as an outage. The reads (Get, List, Stats, Queues,
+// Activity) answer theirs or their context's error too. Both answers must
+// be seen for each writing call.
+func TestCancelledClaimAnswersWhatHappened(t *testing.T) {
+	forEngines(t, func(t *testing.T, e testEngine) {
+		for _, c := range cutClaims {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				f := clockFixture(t, e, "system")
+				cutClaimRounds(t, f, c)
+			})
+		}
+	})
+}
+
+// cutClaim is a call of TestCancelledClaimAnswersWhatHappened on the
+// pending job id: it answers whether it took effect, and the check of its
+// rows after an answer.
+type cutClaim struct {
+	name string
+	call func(ctx context.Context, f *fixture, id string) (bool, error)
+}
+
+var cutClaims = []cutClaim{
+	{"claim", func(ctx context.Context, f *fixture, id string) (bool, error) {
+		c, ok, err := f.q.Claim(ctx, "w", time.Minute)
+		if ok && c.ID != id {
+			return false, fmt.Errorf("claimed %s, want %s", c.ID, id)
+		}
+		return ok, err
+	}},
+	{"claim batch", func(ctx context.Context, f *fixture, id string) (bool, error) {
+		cs, err := f.q.ClaimBatch(ctx, "w", time.Minute, 3)
+		if len(cs) > 0 && cs[0].ID != id {
+			return false, fmt.Errorf("claimed %s, want %s", cs[0].ID, id)
+		}
+		return len(cs) == 1, err
+	}},
+	{"intx", func(ctx context.Context, f *fixture, id string) (bool, error) {
+		err := f.q.InTx(ctx, func(ctx context.Context, tx leaseq.Tx) error {
+			return tx.Enqueue(ctx, leaseq.Job{ID: id + "-child"})
+		})
+		return err == nil, err
+	}},
+	{"reads", func(ctx context.Context, f *fixture, id string) (bool, error) {
+		if _, err := f.q.Get(ctx, id); err != nil {
+			return false, err
+		}
+		if _, err := f.q.List(ctx, leaseq.Filter{}); err != nil {
+			return false, err
+		}
+		if _, err := f.q.Stats(ctx); err != nil {
+			return false, err
+		}
+		if _, err := f.q.Activity(ctx, time.Now().Add(-time.Hour)); err != nil {
+			return false, err
+		}
+		return true, nil
+	}},
+}
+
+// cutClaimRounds runs the rounds of TestCancelledClaimAnswersWhatHappened
+// for one call.
+func cutClaimRounds(t *testing.T, f *fixture, cc cutClaim) {
+	const rounds = 80
+	done, cancelled := 0, 0
+	var took callTime
+	for i := range 5 { // how long the call takes uncancelled
+		id := fmt.Sprintf("c%d", i)
+		f.enqueue(leaseq.Job{ID: id})
+		began := time.Now()
+		if ok, err := cc.call(f.ctx, f, id); !ok || err != nil {
+			t.Fatalf("%s, not cancelled: %v, %v", cc.name, ok, err)
+		}
+		took.add(time.Since(began))
+		f.q.Cancel(f.ctx, id, "measured")
+	}
+	for round := range rounds {
+		id := fmt.Sprintf("r%03d", round)
+		f.enqueue(leaseq.Job{ID: id})
+		ctx, cancel := context.WithCancel(f.ctx)
+		cutDelay(cancel, took.span())
+		ok, err := cc.call(ctx, f, id)
+		cancel()
+		switch {
+		case ok && err == nil:
+			done++
+		case !ok && errors.Is(err, context.Canceled):
+			cancelled++
+		default:
+			t.Fatalf("round %d: %s answered %v, %v; want its success or its context's error", round, cc.name, ok, err)
+		}
+		if msg := cutRowsProblem(f, cc.name, id, ok); msg != "" {
+			t.Fatalf("round %d: %s answered %v, %v, but %s\n%s", round, cc.name, ok, err, msg, f.dump())
+		}
+		f.q.Cancel(f.ctx, id, "round over") // nothing of this round is claimed in the next
+	}
+	t.Logf("%s: %d rounds: %d done, %d cancelled", t.Name(), rounds, done, cancelled)
+	if done == 0 || cancelled == 0 && cc.name != "reads" {
+		t.Errorf("%d rounds done, %d cancelled: want both", done, cancelled)
+	}
+}
+
+// cutRowsProblem says how the rows after a call of name on the job id
+// disagree with its answer ok ("" if they agree). A claim cut short is
+// undone after its answer, so a leased row is waited for, bounded.
+func cutRowsProblem(f *fixture, name, id string, ok bool) string {
+	switch name {
+	case "claim", "claim batch":
+		if ok {
+			if s := f.get(id); s.Status != leaseq.StatusLeased {
+				return "the job is " + string(s.Status)
+			}
+			return ""
+		}
+		for limit := time.Now().Add(10 * time.Second); f.get(id).Status == leaseq.StatusLeased; {
+			if time.Now().After(limit) {
+				return "the job is still leased 10 s later"
+			}
+			time.Sleep(5 * time.Millisecond) // polling the row, bounded by limit
+		}
+	case "intx":
+		_, err := f.q.Get(f.ctx, id+"-child")
+		if ok != (err == nil) {
+			return fmt.Sprintf("Get of its job: %v", err)
+		}
+		if err == nil {
+			f.q.Cancel(f.ctx, id+"-child", "round over")
+		}
+	}
+	return ""
+}
