@@ -569,6 +569,10 @@ func (k *checker) use(s *spare, what string) bool {
 	switch {
 	case s.used == "" && s.fault:
 		k.rep.committed[s.kind]++
+		if !outcomeUnknown(s.ev.Fault) {
+			k.bad("%s.%d: its %s at [%d, %d] answered %q, but it committed (rule 41: what happened, or that it is not known)",
+				s.inc.name, s.inc.n, s.kind, s.ev.T0, s.ev.T1, s.ev.Fault)
+		}
 	case s.used == "":
 		k.rep.unlogged[s.kind]++
 	}
@@ -665,9 +669,19 @@ func (k *checker) fault(op *loggedOp) {
 	case 1:
 		k.rep.committed[op.Ev]++
 		k.index(&loggedOp{found[0], op.inc})
+		if op.Ev != "claim" && !outcomeUnknown(op.Fault) { // a claim cut short is undone
+			k.bad("%s.%d: its %s of %s at [%d, %d] answered %q, but it committed at %d (rule 41: what happened, or that it is not known)",
+				op.inc.name, op.inc.n, op.Ev, op.Job, op.T0, op.T1, op.Fault, found[0].At)
+		}
 	default:
 		k.bad("%s.%d: its failed %s of %s at [%d, %d] matches %d audited changes", op.inc.name, op.inc.n, op.Ev, op.Job, op.T0, op.T1, len(found))
 	}
+}
+
+// outcomeUnknown reports whether a call's error says that whether it was
+// written is not known: the one error a call that committed may answer.
+func outcomeUnknown(fault string) bool {
+	return strings.Contains(fault, "is not known")
 }
 
 // auditedDuring is the audited changes the failed call op may have made:
@@ -2205,6 +2219,9 @@ func (k *checker) checkNeighbourLease(r *workRun) {
 	}
 	E := r.life.leaseEnd
 	from := E - chaosLease.Milliseconds()
+	if r.run.At > E-chaosHeartbeat.Milliseconds() {
+		return // it started too late for a heartbeat to renew its lease: a claim that committed late
+	}
 	s := k.stalledBeside(r, from, E)
 	if s == nil {
 		return
@@ -2248,8 +2265,8 @@ func (k *checker) leaseLossExcuse(r, s *workRun, from, E int64) string {
 		return "killed"
 	case k.pools[r.inc].stopped(from, E) > 0:
 		return "its process was not running"
-	case overlaps(k.restarts, from, E+slack):
-		return "the server restarted"
+	case overlaps(k.restarts, from-chaosFaultSlack.Milliseconds(), E+slack):
+		return "the server restarted" // and the pools' connections with it
 	case r.run.Deadline != 0 && r.run.Deadline <= E:
 		return "its deadline"
 	case r.ownFinishTxIn(from, E):
@@ -2386,6 +2403,8 @@ func (k *checker) checkFinishTx(r *workRun, own *loggedOp) {
 		p.refusedAfter++
 	}
 	switch {
+	case f.Fault != "" && own != nil && !outcomeUnknown(f.Fault):
+		k.bad("%s: FinishTx of token %d answered %q at %s, but the finish of its claim committed at %d (rule 41)", id, tok, f.Fault, span(f.T0, f.T1), own.At)
 	case f.OK && own == nil:
 		k.bad("%s: FinishTx of token %d returned true at %s, but no finish of it committed", id, tok, span(f.T0, f.T1))
 	case !f.OK && f.Fault == "" && own != nil:
@@ -3639,17 +3658,21 @@ var lostLineCases = []lostLineCase{
 	}, "", "the row holds payload"},
 }
 
+// unknownFault is the error of a call cut short whose outcome its look-up
+// could not find (rule 41): the one error a call that committed may answer.
+const unknownFault = "unexpected EOF, and the read that finds out what the call did failed; whether the call was written is not known (the server restarted)"
+
 // fail turns the last line of name matching ev, job and token, a call the
 // queue made, into the line of a call that failed with an error (the
 // connection was cut after the commit) during a server restart: no result,
-// no clock reading, a window around the instant. A claim's failed line
-// names no job.
+// no clock reading, a window around the instant, and the error that its
+// outcome is not known. A claim's failed line names no job.
 func (cc *checkerCase) fail(name, ev, job string, token int64) {
 	e := cc.edit(name, ev, job, token)
 	lo, hi := e.bounds()
 	*e = histEvent{Ev: e.Ev, Job: e.Job, Owner: e.Owner, Token: e.Token, Lease: e.Lease, Delay: e.Delay, Reason: e.Reason,
 		Before: e.Before, Statuses: e.Statuses, Listed: e.Listed, Qty: e.Qty, Payload: e.Payload, MaxAttempts: e.MaxAttempts,
-		Deadline: e.Deadline, RunAt: e.RunAt, Fault: "unexpected EOF", instant: instant{T0: lo - 1, T1: hi + 1}}
+		Deadline: e.Deadline, RunAt: e.RunAt, Fault: unknownFault, instant: instant{T0: lo - 1, T1: hi + 1}}
 	if ev == "claim" {
 		e.Job, e.Token, e.Deadline = "", 0, 0
 	}
@@ -4138,21 +4161,14 @@ func checkerCatches(t *testing.T, env *checkerEnv) {
 		// and its effect are in, the call returned an error, the handler
 		// returns it, and Work's release is refused.
 		t.Parallel()
-		cc := newCase(t, env)
-		cc.enqueue(0, leaseq.Job{ID: "y1", Qty: 1, Payload: []byte("y1")})
-		c := cc.poolClaim(0, "pool1", "finishtx", "quick")
-		cc.deliver(5, "pool1", c, "finish", 0)
-		cc.poolFinishTx(10, 10, "pool1", c)
-		f := cc.edit("pool1", "finishtx", "y1", 1)
-		f.OK, f.Fault, f.T1 = false, "unexpected EOF", unixAt(20)
-		cc.restarts = []interval{{unixAt(12), unixAt(30)}}
-		text := "recording y1 token 1 failed: unexpected EOF"
-		cc.handlerReturn(21, "pool1", c, "error", text, nil)
-		cc.workRecord(22, "pool1", c, "release", chaosBackoff(1).Milliseconds(), text, "released")
-		cc.exit("pool1")
+		cc := committedFinishTx(t, env, unknownFault)
 		if rep := cc.check(t); len(rep.violations) != 0 || rep.tx.faults != 1 || rep.tx.committed != 1 || rep.tx.effects != 1 {
 			t.Fatalf("got %+v, want no violations and a FinishTx that failed but committed, with its effect", rep)
 		}
+	})
+	t.Run("a FinishTx that committed but answered an error", func(t *testing.T) {
+		t.Parallel()
+		wantViolation(t, committedFinishTx(t, env, "unexpected EOF").check(t), "the finish of its claim committed")
 	})
 	for _, v := range finishTxViolations {
 		t.Run(v.name, func(t *testing.T) {
@@ -4202,6 +4218,24 @@ func checkerCatches(t *testing.T, env *checkerEnv) {
 			c.build(cc)
 			cc.restarts = nil
 			wantViolation(t, cc.check(t), "while the server was up")
+		})
+	}
+	for _, c := range faultCases {
+		if c.committed == "" || c.committed == "claim" {
+			continue
+		}
+		t.Run("failed: "+c.name+", answered as failed", func(t *testing.T) {
+			t.Parallel()
+			cc := newCase(t, env)
+			c.build(cc)
+			for i := range cc.hist {
+				for j := range cc.hist[i] {
+					if e := &cc.hist[i][j]; e.Fault == unknownFault {
+						e.Fault = "unexpected EOF"
+					}
+				}
+			}
+			wantViolation(t, cc.check(t), "but it committed")
 		})
 	}
 	for _, v := range faultViolations {
@@ -4255,6 +4289,25 @@ func checkerCatches(t *testing.T, env *checkerEnv) {
 		wantViolation(t, cc.check(t), "p1: the result of token 2 was accepted at 1767225600175 and refused")
 	})
 }
+// committedFinishTx is a history in which pool1's FinishTx of y1 committed
+// during a server restart and answered fault; the handler returns that
+// error, and Work's release is refused.
+func committedFinishTx(t *testing.T, env *checkerEnv, fault string) *checkerCase {
+	cc := newCase(t, env)
+	cc.enqueue(0, leaseq.Job{ID: "y1", Qty: 1, Payload: []byte("y1")})
+	c := cc.poolClaim(0, "pool1", "finishtx", "quick")
+	cc.deliver(5, "pool1", c, "finish", 0)
+	cc.poolFinishTx(10, 10, "pool1", c)
+	f := cc.edit("pool1", "finishtx", "y1", 1)
+	f.OK, f.Fault, f.T1 = false, fault, unixAt(20)
+	cc.restarts = []interval{{unixAt(12), unixAt(30)}}
+	text := "recording y1 token 1 failed: " + fault
+	cc.handlerReturn(21, "pool1", c, "error", text, nil)
+	cc.workRecord(22, "pool1", c, "release", chaosBackoff(1).Milliseconds(), text, "released")
+	cc.exit("pool1")
+	return cc
+}
+
 func wantViolation(t *testing.T, rep chaosReport, want string) {
 	t.Helper()
 	for _, got := range rep.violations {
