@@ -4289,6 +4289,7 @@ func checkerCatches(t *testing.T, env *checkerEnv) {
 		wantViolation(t, cc.check(t), "p1: the result of token 2 was accepted at 1767225600175 and refused")
 	})
 }
+
 // committedFinishTx is a history in which pool1's FinishTx of y1 committed
 // during a server restart and answered fault; the handler returns that
 // error, and Work's release is refused.

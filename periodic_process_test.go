@@ -201,3 +201,136 @@ func testPeriodicProcesses(t *testing.T, eng testEngine) {
 		t.Fatalf("%d slots' jobs, want at least the 25 that ran", len(jobs))
 	}
 }
+
+// TestPeriodicProcessesCancelPurge: while three processes offer the same
+// Periodic's slots, and one after another is restarted (a pool that starts
+// offers the latest slot), an operator cancels every other slot's job as
+// soon as it sees it, and purges the cancelled and done jobs
+// again and again: a purged slot's job is never written again, whether it
+// was cancelled before it ran (token 0) or ran, and no slot's job runs
+// twice (rule 53).
+func TestPeriodicProcessesCancelPurge(t *testing.T) {
+	forEnginesInTurn(t, testPeriodicProcessesCancelPurge)
+}
+
+func testPeriodicProcessesCancelPurge(t *testing.T, eng testEngine) {
+	where := eng.fresh(t)
+	q := openQueue(t, eng, where)
+	runs := &periodicRuns{runs: map[string]int{}, more: make(chan struct{}, 1)}
+	var kids []*periodicChild
+	for i := range 3 {
+		kids = append(kids, startPeriodicChild(t, eng, where, fmt.Sprint("p", i), runs))
+	}
+	for _, k := range kids {
+		waitFor(t, k.ready, "a periodic process to start")
+	}
+	stop := make(chan struct{})
+	opDone := make(chan periodicOp, 1)
+	go func() { opDone <- cancelAndPurge(q, stop) }()
+	for i := range 6 { // a restart every few slots
+		for n := runs.distinct(); runs.distinct() < n+3; {
+			waitFor(t, runs.more, "slots' jobs to run")
+		}
+		kids[i%3].stop(t)
+		kids[i%3] = startPeriodicChild(t, eng, where, fmt.Sprint("p", 3+i), runs)
+		waitFor(t, kids[i%3].ready, "a restarted periodic process to start")
+	}
+	close(stop)
+	op := <-opDone
+	for _, k := range kids {
+		k.stop(t)
+	}
+	if op.err != nil {
+		t.Fatal(op.err)
+	}
+	jobs, err := q.List(context.Background(), leaseq.Filter{Limit: leaseq.MaxListLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		if op.purged[j.ID] {
+			t.Errorf("slot job %s was purged, and is there again: %s", j.ID, fmtState(j))
+		}
+	}
+	runs.mu.Lock()
+	defer runs.mu.Unlock()
+	for id, n := range runs.runs {
+		if n > 1 {
+			t.Errorf("slot job %s ran %d times", id, n)
+		}
+	}
+	t.Logf("%s: %d slots ran, %d cancelled, %d purged, %d jobs left", eng.name, len(runs.runs), op.cancelled, len(op.purged), len(jobs))
+	if op.cancelled == 0 || len(op.purged) == 0 {
+		t.Fatalf("%d cancelled, %d purged: want both", op.cancelled, len(op.purged))
+	}
+}
+
+// periodicOp is what cancelAndPurge did.
+type periodicOp struct {
+	cancelled int
+	purged    map[string]bool // the IDs of the jobs purged
+	err       error
+}
+
+// cancelAndPurge cancels the pending or running job of every other slot and purges
+// the cancelled and done jobs, over and over until stop closes.
+func cancelAndPurge(q *leaseq.Queue, stop <-chan struct{}) periodicOp {
+	ctx := context.Background()
+	op := periodicOp{purged: map[string]bool{}}
+	for n := 0; ; n++ {
+		select {
+		case <-stop:
+			return op
+		default:
+		}
+		var live []leaseq.State
+		for _, s := range []leaseq.Status{leaseq.StatusPending, leaseq.StatusLeased} {
+			js, err := q.List(ctx, leaseq.Filter{Status: s, Limit: leaseq.MaxListLimit})
+			if err != nil {
+				return periodicOp{err: err}
+			}
+			live = append(live, js...)
+		}
+		for _, j := range live {
+			if slot, _ := time.Parse(time.RFC3339Nano, strings.TrimPrefix(j.ID, "beat@")); slot.UnixMilli()/periodicEvery.Milliseconds()%2 == 0 {
+				if err := q.Cancel(ctx, j.ID, "not this one"); err == nil {
+					op.cancelled++
+				}
+			}
+		}
+		if n%4 == 0 {
+			if err := purgeTerminal(ctx, q, op.purged); err != nil {
+				return periodicOp{err: err}
+			}
+		}
+		time.Sleep(periodicEvery / 10) // the operator's pace, not a wait for an event
+	}
+}
+
+// purgeTerminal purges the done and quarantined jobs and notes the IDs it
+// deleted: those listed as such before (their status can no longer change)
+// whose last change came before the purge's bound.
+func purgeTerminal(ctx context.Context, q *leaseq.Queue, purged map[string]bool) error {
+	var ids []string
+	for _, s := range []leaseq.Status{leaseq.StatusDone, leaseq.StatusQuarantined} {
+		js, err := q.List(ctx, leaseq.Filter{Status: s, Limit: leaseq.MaxListLimit})
+		if err != nil {
+			return err
+		}
+		for _, j := range js {
+			ids = append(ids, j.ID)
+		}
+	}
+	before := time.Now().Add(time.Second) // every one listed
+	n, err := q.Purge(ctx, before, leaseq.StatusDone, leaseq.StatusQuarantined)
+	if err != nil {
+		return err
+	}
+	if n < len(ids) {
+		return fmt.Errorf("purge deleted %d jobs, want at least the %d listed", n, len(ids))
+	}
+	for _, id := range ids {
+		purged[id] = true
+	}
+	return nil
+}
