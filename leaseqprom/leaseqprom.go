@@ -21,8 +21,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// ScrapeTimeout bounds the reads of one scrape, for every queue together.
+// ScrapeTimeout bounds the reads of one scrape, for every queue together:
+// a queue not read by then is reported as leaseq_scrape_error 1. It is
+// half of Prometheus's default scrape_timeout (10 s), so that the page
+// reaches the server before it gives up on the whole target.
 const ScrapeTimeout = 5 * time.Second
+
+// scrapeTimeout is ScrapeTimeout, shortened by tests.
+var scrapeTimeout = ScrapeTimeout
 
 var jobsDesc = prometheus.NewDesc("leaseq_jobs",
 	"Jobs of the queue by status, as Queue.Stats counts them at the scrape.",
@@ -30,6 +36,10 @@ var jobsDesc = prometheus.NewDesc("leaseq_jobs",
 
 var pausedDesc = prometheus.NewDesc("leaseq_paused",
 	"1 while the queue is paused (Queue.Pause), else 0.",
+	[]string{"queue"}, nil)
+
+var scrapeErrorDesc = prometheus.NewDesc("leaseq_scrape_error",
+	"1 when the scrape could not read the queue's counts (its leaseq_jobs and leaseq_paused are then absent), else 0.",
 	[]string{"queue"}, nil)
 
 // collector reads each queue's Stats on every scrape.
@@ -40,37 +50,56 @@ type collector struct{ qs []*leaseq.Queue }
 // scheduled, leased, expired, done, quarantined), and leaseq_paused{queue},
 // 1 while the queue is paused (Stats.Paused). Each scrape runs one
 // Queue.Stats per queue, a read that takes no write lock and whose cost
-// does not grow with the done and quarantined jobs kept (rule 35). A queue
-// whose read fails is reported to the scrape as an error, the others as
-// usual.
+// does not grow with the done and quarantined jobs kept (rule 35).
+//
+// leaseq_scrape_error{queue} is 1 when the queue's read failed or did not
+// end within [ScrapeTimeout] (the database closed, down, or locked by
+// another connection), else 0. Such a queue's leaseq_jobs and
+// leaseq_paused are left out of that scrape, not made up, while the rest
+// of the page — other queues, outcome counters, the Go runtime's metrics —
+// is served as usual: a scrape error would fail the whole page, so
+// Prometheus would lose every metric of the process just when the
+// database is in trouble.
 func NewCollector(qs ...*leaseq.Queue) prometheus.Collector { return &collector{qs: qs} }
 
 // Describe sends the collector's descriptors.
-func (c *collector) Describe(ch chan<- *prometheus.Desc) { ch <- jobsDesc; ch <- pausedDesc }
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- jobsDesc
+	ch <- pausedDesc
+	ch <- scrapeErrorDesc
+}
 
 // Collect reads and sends each queue's counts.
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), ScrapeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
 	for _, q := range c.qs {
 		st, err := q.Stats(ctx)
+		failed := 0.0
 		if err != nil {
-			ch <- prometheus.NewInvalidMetric(jobsDesc, err)
-			continue
+			failed = 1
 		}
-		for _, s := range []struct {
-			status string
-			n      int
-		}{{"pending", st.Pending}, {"scheduled", st.Scheduled}, {"leased", st.Leased}, {"expired", st.Expired},
-			{"done", st.Done}, {"quarantined", st.Quarantined}} {
-			ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(s.n), q.Name(), s.status)
+		ch <- prometheus.MustNewConstMetric(scrapeErrorDesc, prometheus.GaugeValue, failed, q.Name())
+		if err == nil {
+			sendCounts(ch, q.Name(), st)
 		}
-		paused := 0.0
-		if st.Paused {
-			paused = 1
-		}
-		ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, paused, q.Name())
 	}
+}
+
+// sendCounts sends the gauges of queue's Stats st.
+func sendCounts(ch chan<- prometheus.Metric, queue string, st leaseq.Stats) {
+	for _, s := range []struct {
+		status string
+		n      int
+	}{{"pending", st.Pending}, {"scheduled", st.Scheduled}, {"leased", st.Leased}, {"expired", st.Expired},
+		{"done", st.Done}, {"quarantined", st.Quarantined}} {
+		ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(s.n), queue, s.status)
+	}
+	paused := 0.0
+	if st.Paused {
+		paused = 1
+	}
+	ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, paused, queue)
 }
 
 // Buckets are the histograms' bucket bounds in seconds: from a millisecond

@@ -64,3 +64,35 @@ func wantPaused(t *testing.T, db *sql.DB, name string, paused bool) {
 		t.Fatalf("queue %s: Paused %v, want %v", name, st.Paused, paused)
 	}
 }
+
+// TestCLIPauseUnknownQueue: pausing a queue that has no jobs and is not
+// paused — most often a mistyped name — fails (exit 1) naming the queues
+// that have jobs and -create, and pauses nothing; with -create it is
+// paused, and pausing it again needs no -create. On a database with no
+// jobs the message says so.
+func TestCLIPauseUnknownQueue(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, dbArg string, db *sql.DB) {
+		if r := leaseqRun(t, dbArg, atNow(dbArg), "pause", "-queue", "emails"); r.code != 1 ||
+			!strings.Contains(r.stderr, `queue "emails" has no jobs`) || !strings.Contains(r.stderr, "no queue has jobs") {
+			t.Fatalf("pause of a queue on an empty database: exit %d, stderr %q; want 1 and that no queue has jobs", r.code, r.stderr)
+		}
+		wantPaused(t, db, "emails", false)
+		scene(t, db)
+		for _, args := range [][]string{{"pause", "-queue", "emials"}, {"pause", "-queue", "emials", "-json"}} {
+			r := leaseqRun(t, dbArg, atNow(dbArg), args...)
+			want := `leaseq: pause: queue "emials" has no jobs and is not paused; the queues with jobs are default, emails` +
+				` (pass -create to pause it before its first job)` + "\n"
+			if r.code != 1 || r.stdout != "" || r.stderr != want {
+				t.Fatalf("leaseq %q: exit %d, stdout %q, stderr %q; want 1, nothing, %q", args, r.code, r.stdout, r.stderr, want)
+			}
+			wantPaused(t, db, "emials", false)
+		}
+		for _, args := range [][]string{{"pause", "-queue", "emials", "-create"}, {"pause", "-queue", "emials"}} {
+			if r := leaseqRun(t, dbArg, atNow(dbArg), args...); r.code != 0 || r.stdout != "paused queue \"emials\"\n" {
+				t.Fatalf("leaseq %q: exit %d, stdout %q, stderr %q; want 0", args, r.code, r.stdout, r.stderr)
+			}
+			wantPaused(t, db, "emials", true)
+		}
+		wantPaused(t, db, "emails", false)
+	})
+}
