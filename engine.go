@@ -3,6 +3,7 @@ package leaseq
 import (
 	"context"
 	"database/sql"
+	_ "embed" // schema.sql
 	"fmt"
 
 	"github.com/leaseq/leaseq/internal/engine"
@@ -17,13 +18,22 @@ import (
 // hands its engine plain rows, already valid, and gets plain rows back;
 // the Queue method names the call around the engine's error.
 
+// sqliteSchema is SQLite's schema, schema.sql: its one copy, kept beside
+// the API it serves and handed to the SQLite engine, which runs it to
+// create a database and in every upgrade. PostgreSQL's schema is its
+// engine's own (internal/postgres/sql/schema.sql): it holds the functions
+// that engine's statements call.
+//
+//go:embed schema.sql
+var sqliteSchema string
+
 // openEngine returns the engine for db, shared by every open Queue on it:
 // SQLite for modernc's driver, PostgreSQL for a database/sql driver whose
 // server says it is PostgreSQL (pgx's stdlib, lib/pq and the like; the
 // package imports none of them).
 func openEngine(ctx context.Context, db *sql.DB) (engine.Engine, error) {
 	if sqlite.Handles(db) {
-		return sqlite.New(ctx, db)
+		return sqlite.New(ctx, db, sqliteSchema)
 	}
 	ok, version, err := postgres.Handles(ctx, db)
 	switch {

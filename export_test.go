@@ -119,3 +119,7 @@ func OnHeldCheck(owner string, f func()) (remove func()) {
 	heldCheckHooks.Store(owner, f)
 	return func() { heldCheckHooks.Delete(owner) }
 }
+
+// SQLiteSchema is the create script New hands the SQLite engine: the
+// embedded schema.sql.
+var SQLiteSchema = sqliteSchema

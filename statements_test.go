@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/leaseq/leaseq"
 	"github.com/leaseq/leaseq/internal/engine"
 	"github.com/leaseq/leaseq/internal/postgres"
 	"github.com/leaseq/leaseq/internal/sqlite"
@@ -19,15 +20,15 @@ var engineOnly = map[string][]string{
 	// lock, its claim sweeps are statements of the claim's transaction
 	// (leaseq_sweep on PostgreSQL), its purge is two statements under the
 	// write lock, and its schema is versioned in PRAGMA user_version with
-	// upgrades from versions 1 and 2; it adds the kind of version 4 in a
-	// script of its own (schema_kind), where PostgreSQL's schema script
-	// adds it if missing. An InTx or FinishTx function runs in a savepoint
+	// upgrades from versions 1, 2 and 3; the upgrades add the kind of
+	// version 4 by a statement of their own (upgrade_v3), where
+	// PostgreSQL's schema script adds it if missing. An InTx or FinishTx function runs in a savepoint
 	// of its own (tx_savepoint*), as its transaction may be shared; on
 	// PostgreSQL the transaction is its own, rolled back whole.
 	"sqlite": {"begin", "change_counter", "claim_idle", "commit", "journal_mode", "main_file", "open_check",
 		"promote", "purge_tokens", "rollback", "sweep_leased", "sweep_pending",
 		"tx_savepoint", "tx_savepoint_release", "tx_savepoint_rollback",
-		"upgrade_counts", "upgrade_v1", "upgrade_v1_copy", "upgrade_v2", "schema_kind",
+		"upgrade_counts", "upgrade_v1", "upgrade_v1_copy", "upgrade_v2", "upgrade_v3",
 		// A periodic slot's write reads the pause first under the write
 		// lock; PostgreSQL reads it in slot_insert's statement.
 		"slot_paused"},
@@ -55,6 +56,8 @@ var engineOnly = map[string][]string{
 // engineOnly, and engineOnly lists no statement that both have or neither.
 func TestStatementNamesMatch(t *testing.T) {
 	sts := map[string]map[string]engine.Statement{"sqlite": sqlite.Statements(), "postgres": postgres.Statements()}
+	// SQLite's schema is the root's schema.sql, which New hands the engine.
+	sts["sqlite"]["schema"] = engine.Statement{Name: "schema", SQL: leaseq.SQLiteSchema}
 	for name, other := range map[string]string{"sqlite": "postgres", "postgres": "sqlite"} {
 		for _, st := range engine.Names(sts[name]) {
 			_, both := sts[other][st]

@@ -32,7 +32,7 @@ func TestAfterFailedCommit(t *testing.T) {
 	if _, err := db.Exec("CREATE TABLE t (n INTEGER)"); err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(context.Background(), db)
+	s, err := New(context.Background(), db, rootSchema(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestAfterFailedCommitEmptyFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	s, err := New(ctx, db)
+	s, err := New(ctx, db, rootSchema(t))
 	if err != nil {
 		t.Fatal(err)
 	}

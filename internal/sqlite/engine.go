@@ -50,6 +50,9 @@ type Engine struct {
 	ident identity
 	// watch finds other processes' commits while a pool runs (watch.go).
 	watch watcher
+	// schema is the create script SchemaMigrate runs: the root's
+	// schema.sql, the one copy of the schema, handed to New.
+	schema string
 }
 
 var (
@@ -66,8 +69,11 @@ func Handles(db *sql.DB) bool {
 
 // New returns db's engine, shared by every open Queue on db: made by the
 // first, counted for each, let go by the last Release. It refuses a
-// database that is not a file. For the root's New and Migrate.
-func New(ctx context.Context, db *sql.DB) (*Engine, error) {
+// database that is not a file. schema is the create script of
+// SchemaVersion, the root's schema.sql: the schema lives there, beside the
+// API that documents it, and not in this package. For the root's New and
+// Migrate.
+func New(ctx context.Context, db *sql.DB, schema string) (*Engine, error) {
 	file, err := fileProblem(ctx, db)
 	if err != nil {
 		return nil, err
@@ -76,7 +82,7 @@ func New(ctx context.Context, db *sql.DB) (*Engine, error) {
 	defer enginesMu.Unlock()
 	e := engines[db]
 	if e == nil {
-		e = &Engine{dbh: db, file: file, writer: make(chan struct{}, 1), writeIdle: writeConnIdle}
+		e = &Engine{dbh: db, file: file, writer: make(chan struct{}, 1), writeIdle: writeConnIdle, schema: schema}
 		engines[db] = e
 	}
 	e.queues++

@@ -140,7 +140,7 @@ func TestUpgrade(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			e, err := New(ctx, db)
+			e, err := New(ctx, db, rootSchema(t))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,17 @@ type testClock struct{ ms atomic.Int64 }
 func (c *testClock) Now() int64      { return c.ms.Load() }
 func (c *testClock) Set(t time.Time) { c.ms.Store(t.UnixMilli()) }
 
+// rootSchema is the create script the root hands New: its schema.sql,
+// read from the file, as this package's tests cannot import the root.
+func rootSchema(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "schema.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // newTestEngine opens a database file of the test's own, with the schema,
 // and returns its engine and a queue named "default" on clock, which starts
 // at t0.
@@ -27,7 +39,7 @@ func newTestEngine(t *testing.T, t0 time.Time, noGroup bool) (*Engine, engine.Qu
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	e, err := New(ctx, db)
+	e, err := New(ctx, db, rootSchema(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,18 +8,27 @@ import (
 	"github.com/leaseq/leaseq/internal/engine"
 )
 
-// migrations are the scripts that bring a database of each older schema
-// version to SchemaVersion, in order. Version 1 had one queue and no delays
-// or priorities: its table is rebuilt around the schema script. Version 2
-// lacks the counts of version 3 and two of its indexes' columns. Version 3
-// lacks the kind of version 4 (rule 50), which every script adds last.
-var migrations = map[int][]string{
-	0: {stmt("schema"), stmt("schema_kind")},
-	1: {stmt("upgrade_v1"), stmt("schema"), stmt("upgrade_v1_copy"), stmt("upgrade_counts"), stmt("schema_kind")},
-	2: {stmt("upgrade_v2"), stmt("schema"), stmt("upgrade_counts"), stmt("schema_kind")},
-	// Version 3 lacks leaseq_paused (rule 54), which the schema script
-	// creates, and the kind (rule 50).
-	3: {stmt("schema"), stmt("schema_kind")},
+// migration is the scripts that bring a database of schema version v to
+// SchemaVersion, in order, around schema, the create script the engine was
+// made with (the root's schema.sql), which is every statement IF NOT
+// EXISTS: ok is false for a version it knows no way from. Version 1 had one
+// queue and no delays or priorities: its table is rebuilt around the create
+// script. Version 2 lacks the counts of version 3 and two of its indexes'
+// columns. Versions 2 and 3 lack the kind (rule 50), which upgrade_v3 adds
+// before the create script makes its index, and leaseq_paused (rule 54),
+// which the create script makes.
+func migration(v int, schema string) (script []string, ok bool) {
+	switch v {
+	case 0:
+		return []string{schema}, true
+	case 1:
+		return []string{stmt("upgrade_v1"), schema, stmt("upgrade_v1_copy"), stmt("upgrade_counts")}, true
+	case 2:
+		return []string{stmt("upgrade_v2"), stmt("upgrade_v3"), schema, stmt("upgrade_counts")}, true
+	case 3:
+		return []string{stmt("upgrade_v3"), schema}, true
+	}
+	return nil, false
 }
 
 // SchemaMigrate creates the schema if it is missing and upgrades an older
@@ -29,13 +38,13 @@ var migrations = map[int][]string{
 // it done; a failed upgrade leaves the old version whole.
 func (e *Engine) SchemaMigrate(ctx context.Context) error {
 	_, err := writeTx(ctx, e, write[struct{}]{run: func(ctx context.Context, tx engine.Execer) (struct{}, error) {
-		return struct{}{}, migrate(ctx, tx)
+		return struct{}{}, migrate(ctx, tx, e.schema)
 	}})
 	return err
 }
 
-// migrate is SchemaMigrate's transaction.
-func migrate(ctx context.Context, tx engine.Execer) error {
+// migrate is SchemaMigrate's transaction, with the create script schema.
+func migrate(ctx context.Context, tx engine.Execer, schema string) error {
 	var v int
 	if err := tx.QueryRowContext(ctx, stmt("schema_version")).Scan(&v); err != nil {
 		return err
@@ -43,7 +52,7 @@ func migrate(ctx context.Context, tx engine.Execer) error {
 	if v == SchemaVersion {
 		return nil
 	}
-	script, ok := migrations[v]
+	script, ok := migration(v, schema)
 	if !ok {
 		return engine.Invalid("database schema version is %d, this leaseq knows version %d and older", v, SchemaVersion)
 	}

@@ -1,7 +1,9 @@
--- The create script, several statements: the tables, indexes and triggers
--- of schema version 3 (recorded in PRAGMA user_version, see
--- schema_version_set). Every statement is IF NOT EXISTS, so the upgrade
--- scripts run it too.
+-- SQLite's schema, version 4 (recorded in PRAGMA user_version): the
+-- tables, indexes and triggers, several statements. The one copy: the
+-- package embeds this file and hands it to the SQLite engine, which runs it
+-- to create a database and in every upgrade (after the upgrade's own first
+-- steps), so every statement is IF NOT EXISTS. PostgreSQL's schema is
+-- internal/postgres/sql/schema.sql.
 --
 -- One row per job. Times are integer Unix milliseconds taken from the queue's
 -- clock. Every index but the unique one on (queue, id) and the status index
@@ -40,6 +42,10 @@ CREATE TABLE IF NOT EXISTS leaseq_jobs (
   ready        INTEGER NOT NULL DEFAULT 0 CHECK (ready IN (0, 1)),
   created_at   INTEGER NOT NULL, -- enqueue time
   updated_at   INTEGER NOT NULL, -- last change; for done and quarantined jobs, when they got there
+  -- Job.Kind, "" for none (rule 50 in docs/rules.md). Last, where the
+  -- upgrade from version 3 adds it (upgrade_v3), so that an upgraded table
+  -- and a new one have the same columns in the same order.
+  kind         TEXT    NOT NULL DEFAULT '',
   UNIQUE (queue, id)
 );
 
@@ -77,6 +83,10 @@ CREATE INDEX IF NOT EXISTS leaseq_jobs_doomed ON leaseq_jobs
 -- deadline passed without looking at the others.
 CREATE INDEX IF NOT EXISTS leaseq_jobs_pending_deadline ON leaseq_jobs (queue, deadline)
   WHERE status = 'pending' AND deadline IS NOT NULL;
+
+-- Jobs with a kind, for List by kind (rule 50). Partial: jobs without a
+-- kind, and their claims and finishes, never touch it.
+CREATE INDEX IF NOT EXISTS leaseq_jobs_kind ON leaseq_jobs (queue, kind, status, seq) WHERE kind <> '';
 
 -- Every job by status in enqueue order: List's pages, and Stats' and
 -- Activity's counts (due_at, run_at and created_at make it cover them, so
