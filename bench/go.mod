@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/leaseq/leaseq v0.0.0
+	github.com/leaseq/leaseq v0.1.0
 	github.com/leaseq/leaseq/leaseqotel v0.0.0
 	github.com/leaseq/leaseq/leaseqprom v0.0.0
 	github.com/prometheus/client_golang v1.25.0

@@ -3,7 +3,7 @@ module github.com/leaseq/leaseq/leaseqotel
 go 1.26.0
 
 require (
-	github.com/leaseq/leaseq v0.0.0
+	github.com/leaseq/leaseq v0.1.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
@@ -28,5 +28,3 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 	modernc.org/sqlite v1.62.0 // indirect
 )
-
-replace github.com/leaseq/leaseq => ../

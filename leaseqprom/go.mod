@@ -2,7 +2,7 @@ module github.com/leaseq/leaseq/leaseqprom
 
 go 1.26.0
 
-require github.com/leaseq/leaseq v0.0.0
+require github.com/leaseq/leaseq v0.1.0
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
@@ -25,5 +25,3 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 	modernc.org/sqlite v1.62.0 // indirect
 )
-
-replace github.com/leaseq/leaseq => ../
