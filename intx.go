@@ -20,6 +20,11 @@ import (
 // transaction the call commits. It is valid only until the function
 // returns; Rows the function left open are closed then. Use it from the
 // function's goroutine.
+//
+// Write the statements with $1, $2 placeholders: both engines bind them,
+// so one text serves both; ? is SQLite-only. On PostgreSQL a statement
+// with ? fails with an error that says to write $1, $2, wrapping the
+// server's (rule 44).
 type Tx interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"sync"
 )
@@ -57,6 +58,10 @@ type Tx struct {
 	ex     Execer
 	pool   *sql.DB
 	insert func(ctx context.Context, ex Execer, jobs []JobRow) (int, error)
+	// explain, if not nil, is the engine's word on a statement of the
+	// service's that failed: its error, or one that wraps it and says what
+	// was wrong with the statement. Called on failures only.
+	explain func(query string, err error) error
 
 	mu       sync.Mutex
 	done     bool
@@ -67,9 +72,19 @@ type Tx struct {
 // NewTx is the Tx of a TxFunc whose statements run on ex with the context
 // run, and whose inserts are insert's, under a savepoint on ex. pool is
 // the database's: a Row refused before its query is made there (see
-// QueryRowContext).
-func NewTx(run context.Context, ex Execer, pool *sql.DB, insert func(ctx context.Context, ex Execer, jobs []JobRow) (int, error)) *Tx {
-	return &Tx{run: run, ex: ex, pool: pool, insert: insert}
+// QueryRowContext). explain, if not nil, says what was wrong with a
+// statement that failed (see Tx.explain).
+func NewTx(run context.Context, ex Execer, pool *sql.DB, insert func(ctx context.Context, ex Execer, jobs []JobRow) (int, error),
+	explain func(query string, err error) error) *Tx {
+	return &Tx{run: run, ex: ex, pool: pool, insert: insert, explain: explain}
+}
+
+// explained is err of the statement query, as the engine explains it.
+func (t *Tx) explained(query string, err error) error {
+	if err == nil || t.explain == nil {
+		return err
+	}
+	return t.explain(query, err)
 }
 
 // usable is the error of a statement on t with ctx: the function returned,
@@ -92,7 +107,8 @@ func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Re
 	if err := t.usable(ctx); err != nil {
 		return nil, err
 	}
-	return t.ex.ExecContext(t.run, query, args...)
+	res, err := t.ex.ExecContext(t.run, query, args...)
+	return res, t.explained(query, err)
 }
 
 // QueryContext runs a query in the transaction; the Rows are closed when
@@ -102,12 +118,13 @@ func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.
 		return nil, err
 	}
 	rows, err := t.ex.QueryContext(t.run, query, args...)
-	if err == nil {
-		t.mu.Lock()
-		t.rows = append(t.rows, rows)
-		t.mu.Unlock()
+	if err != nil {
+		return nil, t.explained(query, err)
 	}
-	return rows, err
+	t.mu.Lock()
+	t.rows = append(t.rows, rows)
+	t.mu.Unlock()
+	return rows, nil
 }
 
 // QueryRowContext runs a query of one row in the transaction. A Row that
@@ -125,8 +142,32 @@ func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sq
 		}
 		return t.pool.QueryRowContext(ctx, "SELECT 1")
 	}
-	return t.ex.QueryRowContext(t.run, query, args...)
+	row := t.ex.QueryRowContext(t.run, query, args...)
+	if err := row.Err(); err != nil {
+		if why := t.explained(query, err); why != err {
+			return errRow(why)
+		}
+	}
+	return row
 }
+
+// errRow is a Row whose Scan returns err. database/sql makes a Row only
+// of a query, so it is a query on a pool whose every connection fails
+// with err, which database/sql hands back as it is; the pool holds no
+// connection and is closed at once.
+func errRow(err error) *sql.Row {
+	db := sql.OpenDB(errConnector{err})
+	defer db.Close()
+	return db.QueryRowContext(context.Background(), "")
+}
+
+// errConnector is a driver.Connector that connects to nothing, failing
+// with err (errRow).
+type errConnector struct{ err error }
+
+func (c errConnector) Connect(context.Context) (driver.Conn, error) { return nil, c.err }
+func (c errConnector) Driver() driver.Driver                        { return c }
+func (c errConnector) Open(string) (driver.Conn, error)             { return nil, c.err }
 
 // Insert writes jobs in the transaction, all or none (under a savepoint:
 // on an error none is written and the transaction goes on); bad is as in

@@ -59,7 +59,7 @@ func (e *Engine) fnTx(ctx, run context.Context, tx engine.Execer, p engine.TxRun
 // outcome, but a serialization failure or deadlock in it is the try's
 // error, for write to run it again.
 func (e *Engine) fnRun(ctx, run context.Context, tx engine.Execer, q engine.Queue, fn engine.TxFunc) (engine.TxOutcome, error) {
-	t := engine.NewTx(run, tx, e.db, insertSaved(q))
+	t := engine.NewTx(run, tx, e.db, insertSaved(q), placeholderError)
 	err := fn(ctx, t)
 	_, closeErr := t.End()
 	switch {

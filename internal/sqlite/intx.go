@@ -64,7 +64,7 @@ func (e *Engine) fnTx(ctx, run context.Context, tx engine.Execer, p engine.TxRun
 		}
 	}
 	sctx, stop := callerBound(run, ctx)
-	t := engine.NewTx(sctx, tx, e.dbh, insertSaved(p.Queue.Name))
+	t := engine.NewTx(sctx, tx, e.dbh, insertSaved(p.Queue.Name), nil)
 	err := p.Fn(ctx, t)
 	_, closeErr := t.End()
 	stop()
