@@ -68,9 +68,12 @@ func Handles(db *sql.DB) bool {
 // first, counted for each, let go by the last Release. It refuses a
 // database that is not a file. For the root's New and Migrate.
 func New(ctx context.Context, db *sql.DB) (*Engine, error) {
+	if e := shared(db); e != nil {
+		return e, nil // checked by the first; a read now could wait for a lock
+	}
 	file, err := fileProblem(ctx, db)
 	if err != nil {
-		return nil, err
+		return nil, engine.PoolWait(db, err)
 	}
 	enginesMu.Lock()
 	defer enginesMu.Unlock()
@@ -81,6 +84,18 @@ func New(ctx context.Context, db *sql.DB) (*Engine, error) {
 	}
 	e.queues++
 	return e, nil
+}
+
+// shared returns db's engine, counted for one more Queue, or nil if it has
+// none.
+func shared(db *sql.DB) *Engine {
+	enginesMu.Lock()
+	defer enginesMu.Unlock()
+	e := engines[db]
+	if e != nil {
+		e.queues++
+	}
+	return e
 }
 
 // fileProblem refuses a database that is not a file: SQLite gives each
