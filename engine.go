@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	_ "embed" // schema.sql
-	"fmt"
 
 	"github.com/leaseq/leaseq/internal/engine"
 	"github.com/leaseq/leaseq/internal/postgres"
@@ -38,7 +37,7 @@ func openEngine(ctx context.Context, db *sql.DB) (engine.Engine, error) {
 	ok, version, err := postgres.Handles(ctx, db)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("asking the %T database for its version: %w", db.Driver(), err)
+		return nil, err // it names the question and the driver
 	case !ok:
 		return nil, invalid("database driver %T is neither modernc.org/sqlite nor a PostgreSQL driver (server: %q)",
 			db.Driver(), version)

@@ -101,8 +101,8 @@ func (p *pool) lose(j *slot, why string) {
 		if j.hold.doneAfter(recordTimeout) {
 			return
 		}
+		j.lost(ErrLeaseLost) // first: a slow log must not keep the handler running
 		p.log.Warn("leaseq: "+why, p.attrs(c, "lease lost", time.Time{})...)
-		j.lost(ErrLeaseLost)
 	}()
 }
 

@@ -33,7 +33,7 @@ func (e *Engine) JobClaim(ctx context.Context, p engine.JobClaimParams) ([]engin
 	}
 	conn, err := e.db.Conn(ctx)
 	if err != nil {
-		return nil, interpretError(err)
+		return nil, interpretError(engine.PoolWait(e.db, err))
 	}
 	defer conn.Close()
 	if _, err := conn.ExecContext(ctx, stmt("sweep"), q.Name, q.Clock.Arg()); err != nil {
@@ -45,7 +45,7 @@ func (e *Engine) JobClaim(ctx context.Context, p engine.JobClaimParams) ([]engin
 		}
 		return nil, interpretError(err)
 	}
-	cs, err := retry(ctx, func() ([]engine.ClaimRow, error) { return e.claimTx(ctx, conn, p) })
+	cs, err := retry(ctx, e.db, func() ([]engine.ClaimRow, error) { return e.claimTx(ctx, conn, p) })
 	if len(cs) == 0 {
 		cs = nil
 	}

@@ -103,7 +103,7 @@ func (e *Engine) stepFor(ctx context.Context, p engine.JobCycleParams, a stepArg
 	go func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stepWait)
 		defer cancel()
-		claims, err := retry(sctx, func() ([]engine.ClaimRow, error) { return e.step(sctx, p, a, mine) })
+		claims, err := retry(sctx, e.db, func() ([]engine.ClaimRow, error) { return e.step(sctx, p, a, mine) })
 		done <- answer{claims, interpretError(err)}
 	}()
 	select {

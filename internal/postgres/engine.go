@@ -61,7 +61,7 @@ func New(db *sql.DB) *Engine {
 // names the driver.
 func Handles(ctx context.Context, db *sql.DB) (ok bool, version string, err error) {
 	if err := db.QueryRowContext(ctx, stmt("version")).Scan(&version); err != nil {
-		return false, "", fmt.Errorf("asking the %T database for its version: %w", db.Driver(), err)
+		return false, "", fmt.Errorf("asking the %T database for its version: %w", db.Driver(), engine.PoolWait(db, err))
 	}
 	return strings.HasPrefix(version, "PostgreSQL "), version, nil
 }

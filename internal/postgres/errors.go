@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -59,8 +60,9 @@ const (
 // or ctx ends, with a capped, jittered backoff between tries, and returns
 // the last try's result: a try's result is its own return value, so a
 // retried try never sees what an earlier one left. Once ctx is done a
-// failed try reports ctx's error.
-func retry[T any](ctx context.Context, try func() (T, error)) (T, error) {
+// failed try reports ctx's error, saying so when it waited for a
+// connection of db's pool (engine.PoolWait).
+func retry[T any](ctx context.Context, db *sql.DB, try func() (T, error)) (T, error) {
 	delay := retryDelayMin
 	for {
 		v, err := try()
@@ -68,7 +70,7 @@ func retry[T any](ctx context.Context, try func() (T, error)) (T, error) {
 		case err == nil:
 			return v, nil
 		case ctx.Err() != nil:
-			return v, ctx.Err()
+			return v, engine.PoolWait(db, ctx.Err())
 		case !retryable(err):
 			return v, err
 		}
@@ -77,7 +79,7 @@ func retry[T any](ctx context.Context, try func() (T, error)) (T, error) {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return v, ctx.Err()
+			return v, engine.PoolWait(db, ctx.Err())
 		}
 		delay = min(2*delay, retryDelayMax)
 	}

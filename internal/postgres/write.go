@@ -48,7 +48,7 @@ type attempt[T any] struct {
 // would do its work twice.
 func write[T any](ctx context.Context, e *Engine, fn txFunc[T]) (T, error) {
 	var zero T
-	a, err := retry(ctx, func() (attempt[T], error) { return tryTx(ctx, e, fn) })
+	a, err := retry(ctx, e.db, func() (attempt[T], error) { return tryTx(ctx, e, fn) })
 	if !a.unsure {
 		if err != nil {
 			return zero, interpretError(err)
@@ -190,7 +190,7 @@ type cutAnswer[T any] struct {
 // ctx's error. A wait for a connection heeds ctx: nothing was sent then.
 func answered[T any](ctx context.Context, e *Engine, write txFunc[T], found func(ctx context.Context) (T, bool, error)) (T, error) {
 	var zero T
-	a, err := retry(ctx, func() (cutAnswer[T], error) {
+	a, err := retry(ctx, e.db, func() (cutAnswer[T], error) {
 		conn, err := e.db.Conn(ctx)
 		if err != nil {
 			return cutAnswer[T]{}, err
@@ -247,6 +247,6 @@ func outcomeUnknown(ctx context.Context, cause, err error) error {
 
 // read runs a read on the *sql.DB, retried as write's transactions are.
 func read[T any](ctx context.Context, e *Engine, fn func(ctx context.Context, db engine.Execer) (T, error)) (T, error) {
-	v, err := retry(ctx, func() (T, error) { return fn(ctx, e.db) })
+	v, err := retry(ctx, e.db, func() (T, error) { return fn(ctx, e.db) })
 	return v, interpretError(err)
 }

@@ -74,9 +74,12 @@ func Handles(db *sql.DB) bool {
 // API that documents it, and not in this package. For the root's New and
 // Migrate.
 func New(ctx context.Context, db *sql.DB, schema string) (*Engine, error) {
+	if e := shared(db); e != nil {
+		return e, nil // checked by the first; a read now could wait for a lock
+	}
 	file, err := fileProblem(ctx, db)
 	if err != nil {
-		return nil, err
+		return nil, engine.PoolWait(db, err)
 	}
 	enginesMu.Lock()
 	defer enginesMu.Unlock()
@@ -87,6 +90,18 @@ func New(ctx context.Context, db *sql.DB, schema string) (*Engine, error) {
 	}
 	e.queues++
 	return e, nil
+}
+
+// shared returns db's engine, counted for one more Queue, or nil if it has
+// none.
+func shared(db *sql.DB) *Engine {
+	enginesMu.Lock()
+	defer enginesMu.Unlock()
+	e := engines[db]
+	if e != nil {
+		e.queues++
+	}
+	return e
 }
 
 // fileProblem refuses a database that is not a file: SQLite gives each

@@ -179,6 +179,9 @@ func (g *group) join(e *Engine, op *groupOp) (any, error) {
 		if waited != nil || locking {
 			return nil, lockWaitError(op.ctx.Err(), waited)
 		}
+		if err := e.writeWait(op.ctx.Err()); err != op.ctx.Err() {
+			return nil, err // the committer waits for the pool, or for the file's lock to read it
+		}
 		return nil, fmt.Errorf("waiting in line for a shared commit of this process's writer, busy with other calls: %w", op.ctx.Err())
 	}
 	g.mu.Unlock()

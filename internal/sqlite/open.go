@@ -1,7 +1,9 @@
 package sqlite
 
 import (
+	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -37,7 +39,11 @@ const BusyTimeout = 5 * time.Second
 // a file that is not a database. Errors are returned as they are; the
 // root's Open names the call.
 func Open(path string) (*sql.DB, error) {
-	return open(path, dsn(path))
+	c, err := sqlite.NewConnector(dsn(path))
+	if err != nil {
+		return nil, err
+	}
+	return open(path, pragmaConnector{c, openPragmas})
 }
 
 // OpenReadOnly opens the existing SQLite database at path read-only
@@ -47,11 +53,15 @@ func OpenReadOnly(path string) (*sql.DB, error) {
 	if _, err := os.Stat(path); err != nil && path != "" && path != ":memory:" {
 		return nil, err
 	}
-	return open(path, readOnlyDSN(path))
+	c, err := sqlite.NewConnector(readOnlyDSN(path))
+	if err != nil {
+		return nil, err
+	}
+	return open(path, c)
 }
 
-// open is Open and OpenReadOnly with the DSN they open path with.
-func open(path, dsn string) (*sql.DB, error) {
+// open is Open and OpenReadOnly with the connector they open path with.
+func open(path string, c driver.Connector) (*sql.DB, error) {
 	if path == "" || path == ":memory:" {
 		return nil, engine.Invalid("not a file path; an in-memory database would be a new, empty one on every pooled connection")
 	}
@@ -64,10 +74,7 @@ func open(path, dsn string) (*sql.DB, error) {
 	if err := walProblem(path); err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return nil, err
-	}
+	db := sql.OpenDB(c)
 	if _, err := db.Exec(stmt("open_check")); err != nil {
 		db.Close()
 		return nil, err
@@ -112,11 +119,42 @@ func readOnlyDSN(path string) string {
 	return fmt.Sprintf("file:%s?mode=ro&_pragma=busy_timeout(%d)", escapePath(path), BusyTimeout.Milliseconds())
 }
 
-// dsn is the file: URI for path with leaseq's pragmas.
+// dsn is the file: URI for path with those of leaseq's settings that read
+// nothing of the file; openPragmas are the others.
 func dsn(path string) string {
-	return fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(%s)"+
-		"&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate",
-		escapePath(path), BusyTimeout.Milliseconds(), JournalMode)
+	return fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_txlock=immediate",
+		escapePath(path), BusyTimeout.Milliseconds())
+}
+
+// openPragmas are the settings of Open's connections that read the schema
+// first, so wait for another connection's lock on the file.
+var openPragmas = []string{"PRAGMA journal_mode=" + JournalMode, "PRAGMA synchronous=FULL"}
+
+// pragmaConnector opens Open's connections: pragmas run on each new one
+// with the context of the call that needs it, so that their wait for
+// another connection's lock ends with that context. In the DSN they would
+// wait out the busy timeout whatever the context says — and database/sql
+// throws away a connection whose statement a context interrupted, so under
+// another connection's EXCLUSIVE lock every read after the first such one
+// opened a connection, and overran a 1 s context by 4 s.
+type pragmaConnector struct {
+	driver.Connector
+	pragmas []string
+}
+
+// Connect opens a connection and runs the pragmas on it.
+func (c pragmaConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range c.pragmas {
+		if _, err := conn.(driver.ExecerContext).ExecContext(ctx, p, nil); err != nil {
+			conn.Close()
+			return nil, err
+		}
+	}
+	return conn, nil
 }
 
 // fileGone names the cause of a write that failed because the database

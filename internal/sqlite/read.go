@@ -15,7 +15,8 @@ import (
 // a reader is locked out while another connection commits), and returns the
 // last try's result. Its statements are prepared once per *sql.DB (readStmt).
 func read[T any](ctx context.Context, e *Engine, fn txFunc[T]) (T, error) {
-	return retryBusyOnce(ctx, func() (T, error) { return fn(ctx, pooledReads{e}) })
+	v, err := retryBusyOnce(ctx, func() (T, error) { return fn(ctx, pooledReads{e}) })
+	return v, e.readWait(err)
 }
 
 // readStmt returns query prepared on the *sql.DB. database/sql prepares it
@@ -142,11 +143,12 @@ func (e *Engine) QueueActivity(ctx context.Context, p engine.QueueActivityParams
 // per queue, in SQLite's collation order (byte order, BINARY). It runs on
 // db unprepared, as the root's Queues did.
 func (e *Engine) QueueNames(ctx context.Context) ([]string, error) {
-	return retryBusyOnce(ctx, func() ([]string, error) {
+	names, err := retryBusyOnce(ctx, func() ([]string, error) {
 		rows, err := e.dbh.QueryContext(ctx, stmt("queues"))
 		if err != nil {
 			return nil, err
 		}
 		return engine.ScanNames(rows)
 	})
+	return names, e.readWait(err)
 }

@@ -2,11 +2,13 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
 
+	"github.com/leaseq/leaseq/internal/engine"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -32,6 +34,7 @@ type backoff struct {
 	delay   time.Duration
 	waited  error
 	locking bool
+	reading bool // the operation reads: its wait is to read, not for the write lock
 }
 
 // done decides after a try that ended with err: stop with nil on success,
@@ -69,7 +72,7 @@ func (b *backoff) done(ctx context.Context, err error, again func(error) bool) (
 // retryBusyOnce runs op until it returns something other than SQLITE_BUSY
 // or ctx ends, and returns its last result.
 func retryBusyOnce[T any](ctx context.Context, op func() (T, error)) (T, error) {
-	var b backoff
+	b := backoff{reading: true} // every caller reads
 	for {
 		v, err := op()
 		if stop, err := b.done(ctx, err, isBusy); stop {
@@ -103,8 +106,11 @@ func isCode(err error, code int) bool {
 // ctxErr is ctx's error as the answer of the operation, saying that it
 // waited for the write lock if it did (rule 47).
 func (b *backoff) ctxErr(ctx context.Context) error {
-	if b.waited == nil && !b.locking {
+	switch {
+	case b.waited == nil && !b.locking:
 		return ctx.Err()
+	case b.reading:
+		return readWaitError(ctx.Err(), b.waited)
 	}
 	return lockWaitError(ctx.Err(), b.waited)
 }
@@ -120,4 +126,69 @@ func lockWaitError(cause, lockErr error) error {
 		return fmt.Errorf("%s: %w", why, cause)
 	}
 	return fmt.Errorf("%s: %w (%w)", why, cause, lockErr)
+}
+
+// readWaitError is lockWaitError for a read: in rollback-journal mode a
+// read waits while another connection holds the file locked to write it
+// (its commit under way, or a transaction begun EXCLUSIVE).
+func readWaitError(cause, lockErr error) error {
+	const why = "waiting to read the database, which another connection holds locked while it writes " +
+		"(a commit under way, or a transaction begun EXCLUSIVE; another process's, or the caller's own)"
+	if lockErr == nil {
+		return fmt.Errorf("%s: %w", why, cause)
+	}
+	return fmt.Errorf("%s: %w (%w)", why, cause, lockErr)
+}
+
+// readWait names what a read whose context ended waited for, when err, its
+// error, does not say (rule 47): a connection of the pool, or another
+// connection's lock on the file — which the driver's own busy handler
+// waits for, ending with the bare context error.
+func (e *Engine) readWait(err error) error {
+	if !engine.BareCtxErr(err) {
+		return err
+	}
+	if pw := engine.PoolWait(e.dbh, err); pw != err {
+		return pw
+	}
+	if e.lockedByOther() {
+		return readWaitError(err, nil)
+	}
+	return err
+}
+
+// writeWait is readWait for a write, whose error may also be a wait for
+// the writer's turn: the holder of the turn waits for the pool or the
+// file's lock as this call would have.
+func (e *Engine) writeWait(err error) error {
+	var tw *turnWait
+	if !engine.BareCtxErr(err) && !errors.As(err, &tw) {
+		return err
+	}
+	cause := err
+	if tw != nil {
+		cause = tw.cause
+	}
+	if pw := engine.PoolWait(e.dbh, cause); pw != cause {
+		return pw
+	}
+	if e.lockedByOther() {
+		return lockWaitError(cause, nil)
+	}
+	return err
+}
+
+// lockedByOther reports whether another connection holds the file locked
+// against readers (a commit under way, or a transaction begun EXCLUSIVE),
+// by a read that does not wait, on a read-only connection of its own. It
+// is asked only once a call's context has ended, to say what the call
+// waited for; a lock let go meanwhile is not seen.
+func (e *Engine) lockedByOther() bool {
+	db, err := sql.Open("sqlite", "file:"+escapePath(e.file)+"?mode=ro")
+	if err != nil {
+		return false
+	}
+	defer db.Close()
+	var n int
+	return isBusy(db.QueryRowContext(context.Background(), stmt("open_check")).Scan(&n))
 }

@@ -104,7 +104,7 @@ func writeTx[T any](ctx context.Context, e *Engine, w write[T]) (T, error) {
 			return v, err
 		}
 		if stop, err := b.done(ctx, err, isBusy); stop {
-			return v, err
+			return v, e.writeWait(err)
 		}
 	}
 }
