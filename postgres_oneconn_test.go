@@ -2,10 +2,14 @@ package leaseq_test
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/leaseq/leaseq"
+	"github.com/leaseq/leaseq/internal/pgtest"
+	"github.com/leaseq/leaseq/pgxlisten"
 )
 
 // TestPostgresOneConnection runs every kind of call on a pool of one
@@ -81,4 +85,49 @@ func TestPostgresOneConnection(t *testing.T) {
 	timed("Get", func() error { _, err := q.Get(ctx, "b"); return err })
 	timed("Stats", func() error { _, err := q.Stats(ctx); return err })
 	timed("List", func() error { _, err := q.List(ctx, leaseq.Filter{}); return err })
+}
+
+// TestPostgresOneConnectionEnqueues: 40 Enqueues in a row on a pool of one
+// connection all end within a context of 5 s (a call takes milliseconds),
+// and their notifications (rule 56) still reach a Listener: the sender
+// holds a limited pool's connection only while its NOTIFY runs. Before, it
+// kept the connection for half a second after each round in case more
+// came, each Enqueue waited for it, and the 40 took 10 s, so the context
+// ended before the 20th.
+func TestPostgresOneConnectionEnqueues(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	db.SetMaxOpenConns(1)
+	q, err := leaseq.New(context.Background(), db, leaseq.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	heard := make(chan string, 64)
+	l := pgxlisten.New(url) // a connection of its own, outside the pool
+	t.Cleanup(func() { l.Close() })
+	l.Listen("leaseq", func(payload string) {
+		select {
+		case heard <- payload:
+		default:
+		}
+	})
+	if p := waitFor(t, heard, "the Listener to connect"); p != "" {
+		t.Fatalf("first payload %q, want the look-once \"\"", p)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for i := range 40 {
+		if err := q.Enqueue(ctx, leaseq.Job{ID: fmt.Sprintf("j%02d", i)}); err != nil {
+			t.Fatalf("Enqueue %d of 40 on a pool of one connection, within 5 s: %v", i+1, err)
+		}
+	}
+	if p := waitFor(t, heard, "the Enqueues' notification"); p != "wdefault" {
+		t.Fatalf("payload %q, want \"wdefault\"", p)
+	}
 }

@@ -3,7 +3,9 @@ package leaseq_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,6 +62,81 @@ func TestRemoteListenerReconnects(t *testing.T) {
 	remoteDo(t, postgresEngine, where, "enqueue:after")
 	if got := waitWithin(t, started, 30*time.Second, "a job enqueued after the Listener reconnected"); got != "after" {
 		t.Fatalf("started %s, want after", got)
+	}
+}
+
+// TestRemoteListenerKilledOften: the Listener's connection killed nine
+// times in a row (pg_terminate_backend), each time followed at once by
+// another process's Enqueue, Resume or Cancel, which this process's pool
+// (PollInterval and heartbeat 20 minutes or more) must see within
+// killedBound every time: the Listener reconnects after its shortest wait
+// after each loss of a good connection, and the pools look once after
+// each reconnect. Before, the wait doubled with each loss (100 ms … 12.8 s
+// for the eighth), and the eighth wake-up came too late.
+func TestRemoteListenerKilledOften(t *testing.T) {
+	where := postgresEngine.fresh(t)
+	db := postgresEngine.open(t, where)
+	l := pgxlisten.New(where)
+	t.Cleanup(func() { l.Close() })
+	q, err := leaseq.New(context.Background(), db, leaseq.Options{Listener: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	ctx := context.Background()
+	started, lost := make(chan string, 16), make(chan error, 16)
+	_, logger := newLogSink() // each cancelled handler's lost lease is logged
+	runWork(t, q, leaseq.WorkerOptions{Owner: "w", Concurrency: 4, PollInterval: time.Hour, Lease: time.Hour, Heartbeat: 20 * time.Minute, Logger: logger},
+		func(ctx context.Context, c leaseq.Claim) error {
+			started <- c.ID
+			if strings.HasPrefix(c.ID, "cancel") { // runs until another process cancels it
+				<-ctx.Done()
+				lost <- context.Cause(ctx)
+			}
+			return nil
+		})
+	const killedBound = 10 * time.Second
+	pid := uint32(0)
+	kill := func() {
+		t.Helper()
+		waitUntil(t, 20*time.Second, "the Listener to connect", func() bool { return l.PID() != 0 && l.PID() != pid })
+		pid = l.PID()
+		if _, err := db.Exec("SELECT pg_terminate_backend($1)", int64(pid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 9 {
+		id := fmt.Sprintf("%d", i)
+		switch i % 3 {
+		case 0:
+			waitParked(t)
+			kill()
+			remoteDo(t, postgresEngine, where, "enqueue:enqueue"+id)
+			if got := waitWithin(t, started, killedBound, "the job another process enqueued after kill "+id); got != "enqueue"+id {
+				t.Fatalf("started %s, want enqueue%s", got, id)
+			}
+		case 1:
+			if err := q.Pause(ctx); err != nil {
+				t.Fatal(err)
+			}
+			mustEnqueue(t, q, leaseq.Job{ID: "resume" + id})
+			waitParked(t)
+			kill()
+			remoteDo(t, postgresEngine, where, "resume")
+			if got := waitWithin(t, started, killedBound, "the job of the queue another process resumed after kill "+id); got != "resume"+id {
+				t.Fatalf("started %s, want resume%s", got, id)
+			}
+		case 2:
+			mustEnqueue(t, q, leaseq.Job{ID: "cancel" + id})
+			if got := waitFor(t, started, "cancel"+id+"'s handler to start"); got != "cancel"+id {
+				t.Fatalf("started %s, want cancel%s", got, id)
+			}
+			kill()
+			remoteDo(t, postgresEngine, where, "cancel:cancel"+id)
+			if err := waitWithin(t, lost, killedBound, "the handler of the job another process cancelled after kill "+id); !errors.Is(err, leaseq.ErrLeaseLost) {
+				t.Fatalf("cause %v, want ErrLeaseLost", err)
+			}
+		}
 	}
 }
 

@@ -7,7 +7,9 @@
 // A Listener never loses a wake-up for good: after every (re)connect it
 // tells its subscribers that notifications may have been missed, so each
 // pool looks once, and pools keep polling at their PollInterval whatever
-// happens here. Behind a pooler in transaction mode (PgBouncer's
+// happens here. A good connection that is lost is tried again at once
+// (after 100 ms), however often; only tries that fail back off, up to
+// 30 s. Behind a pooler in transaction mode (PgBouncer's
 // pool_mode=transaction), LISTEN does not hold: the Listener finds out by
 // sending itself a notification after it connects, and if none arrives it
 // gives the connection up and tries again later, so the pools poll.
@@ -28,7 +30,9 @@ const (
 	// probeWait is how long a new connection waits for its own probe
 	// notification before it concludes that LISTEN does not hold on it.
 	probeWait = 5 * time.Second
-	// retryMin and retryMax bound the wait between connection tries.
+	// retryMin and retryMax bound the wait between connection tries: it
+	// doubles after each try that did not give a good connection, and is
+	// retryMin again after one that did.
 	retryMin = 100 * time.Millisecond
 	retryMax = 30 * time.Second
 )
@@ -49,6 +53,11 @@ type Listener struct {
 	done   chan struct{}
 
 	conn *pgx.Conn // the connection delivering, nil between sessions
+
+	// betweenSessions, when set (by the tests, before the first Listen),
+	// is called on run's goroutine after each session with the wait
+	// before the next one; a call that blocks holds the reconnect back.
+	betweenSessions func(wait time.Duration)
 }
 
 // New returns a Listener for the PostgreSQL server of connString (a pgx
@@ -103,14 +112,23 @@ func (l *Listener) Close() error {
 
 // run connects, listens and delivers until Close, reconnecting with
 // backoff whenever the connection fails or LISTEN does not hold on it.
+//
+// The backoff guards against a server that refuses connections and a
+// pooler on which LISTEN does not hold; a connection that was good (its
+// probe came back: LISTEN holds and notifications arrive) proves neither,
+// so its loss is retried after retryMin, however often it happens. Timing
+// the session instead kept the doubled wait after every loss of a
+// connection that lived under retryMax, so a connection killed now and
+// then left the pools without wake-ups for up to retryMax.
 func (l *Listener) run() {
 	defer close(l.done)
 	wait := retryMin
 	for l.ctx.Err() == nil {
-		began := time.Now()
-		l.session()
-		if time.Since(began) > retryMax {
-			wait = retryMin // it ran a good while: the next failure starts over
+		if l.session() {
+			wait = retryMin
+		}
+		if l.betweenSessions != nil {
+			l.betweenSessions(wait)
 		}
 		select {
 		case <-l.ctx.Done():
@@ -122,22 +140,30 @@ func (l *Listener) run() {
 
 // session is one connection's life: connect, LISTEN on every channel,
 // check with a probe that notifications arrive, tell every subscriber to
-// look once, then deliver until the connection fails or Close.
-func (l *Listener) session() {
+// look once, then deliver until the connection fails or Close. It reports
+// whether the connection was good: its probe came back.
+func (l *Listener) session() (good bool) {
 	conn, err := pgx.Connect(l.ctx, l.connString)
 	if err != nil {
-		return
+		return false
 	}
 	defer conn.Close(context.Background())
 	listening := map[string]bool{}
 	if l.listenAll(conn, listening) != nil || l.probe(conn) != nil {
-		return
+		return false
 	}
 	l.mu.Lock()
 	l.conn = conn
 	l.mu.Unlock()
 	defer func() { l.mu.Lock(); l.conn = nil; l.mu.Unlock() }()
 	l.deliverAll("")
+	l.serve(conn, listening)
+	return true
+}
+
+// serve delivers conn's notifications, and LISTENs on each channel
+// subscribed meanwhile, until the connection fails or Close.
+func (l *Listener) serve(conn *pgx.Conn, listening map[string]bool) {
 	for {
 		l.mu.Lock()
 		changed := l.changed

@@ -21,16 +21,19 @@ const notifyWait = 5 * time.Second
 const notifyGap = 5 * time.Millisecond
 
 // notifyLinger is how many empty rounds the sender waits for more before it
-// gives its connection back: a queue in steady use keeps one connection
-// for its notifications rather than taking one from the pool (and, past
-// the pool's idle connections, a new one from the server) every round.
+// ends: on a pool without a limit of open connections, a queue in steady
+// use keeps one connection for its notifications rather than taking one
+// from the pool (and, past the pool's idle connections, a new one from the
+// server) every round. A pool with a limit gets it back after each round
+// (keepConn).
 const notifyLinger = 100
 
 // notifier sends the notifications of rule 56: announce marks a queue as
 // changed, and one goroutine at a time sends a NOTIFY for each queue
-// marked since its last round, on a connection of its own. While a round
-// is under way, and for notifyGap after it, the changes of many calls
-// gather into the next, so a burst of Enqueues costs a few notifications,
+// marked since its last round, on a connection it takes from the pool
+// (and keeps between rounds only where that costs no call a wait:
+// keepConn). While a round is under way, and for notifyGap after it, the
+// changes of many calls gather into the next, so a burst of Enqueues costs a few notifications,
 // not one each, and no commit of the queue's own waits for NOTIFY's lock.
 type notifier struct {
 	mu       sync.Mutex
@@ -97,6 +100,7 @@ func (e *Engine) sendNotifications(kick <-chan struct{}) {
 		}
 	}()
 	for empty := 0; ; {
+		conn = e.keepConn(conn)
 		n.mu.Lock()
 		dirty := n.dirty
 		n.dirty = nil
@@ -123,8 +127,24 @@ func (e *Engine) sendNotifications(kick <-chan struct{}) {
 		n.inFlight = false
 		n.cond().Broadcast()
 		n.mu.Unlock()
+		conn = e.keepConn(conn)
 		time.Sleep(notifyGap) // what comes meanwhile gathers into one round
 	}
+}
+
+// keepConn is the sender's connection to keep while it waits for more
+// announcements: conn itself on a pool without a limit of open
+// connections, where holding it makes no call wait (the pool opens
+// another), and otherwise none, conn given back to the pool, so that the
+// sender holds one of a limited pool only while its NOTIFY runs. Kept on a
+// pool of one connection, it made every Enqueue wait for the sender's
+// linger: 40 Enqueues in a row took 10 s.
+func (e *Engine) keepConn(conn *sql.Conn) *sql.Conn {
+	if conn == nil || e.db.Stats().MaxOpenConnections == 0 {
+		return conn
+	}
+	conn.Close()
+	return nil
 }
 
 // sendRound sends one NOTIFY per queue of dirty on conn (taken from the
