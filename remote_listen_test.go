@@ -2,6 +2,7 @@ package leaseq_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,20 +28,28 @@ func testListener(t *testing.T, eng testEngine, where string) leaseq.Listener {
 	return l
 }
 
-// TestRemoteListenerReconnects: the Listener's connection killed under a
-// running pool (pg_terminate_backend) loses nothing: a job enqueued by
-// another process while it reconnects is started once it is back (the
-// pool looks once after every reconnect), and so is one enqueued after.
-func TestRemoteListenerReconnects(t *testing.T) {
-	where := postgresEngine.fresh(t)
-	db := postgresEngine.open(t, where)
-	l := pgxlisten.New(where)
+// listenedQueue is a queue on a fresh PostgreSQL database with a
+// pgxlisten.Listener, both closed when the test ends.
+func listenedQueue(t *testing.T) (where string, db *sql.DB, l *pgxlisten.Listener, q *leaseq.Queue) {
+	t.Helper()
+	where = postgresEngine.fresh(t)
+	db = postgresEngine.open(t, where)
+	l = pgxlisten.New(where)
 	t.Cleanup(func() { l.Close() })
 	q, err := leaseq.New(context.Background(), db, leaseq.Options{Listener: l})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { q.Close() })
+	return where, db, l, q
+}
+
+// TestRemoteListenerReconnects: the Listener's connection killed under a
+// running pool (pg_terminate_backend) loses nothing: a job enqueued by
+// another process while it reconnects is started once it is back (the
+// pool looks once after every reconnect), and so is one enqueued after.
+func TestRemoteListenerReconnects(t *testing.T) {
+	where, db, l, q := listenedQueue(t)
 	started := make(chan string, 4)
 	runWork(t, q, leaseq.WorkerOptions{Owner: "w", PollInterval: time.Hour},
 		func(_ context.Context, c leaseq.Claim) error {
@@ -74,15 +83,7 @@ func TestRemoteListenerReconnects(t *testing.T) {
 // each reconnect. Before, the wait doubled with each loss (100 ms … 12.8 s
 // for the eighth), and the eighth wake-up came too late.
 func TestRemoteListenerKilledOften(t *testing.T) {
-	where := postgresEngine.fresh(t)
-	db := postgresEngine.open(t, where)
-	l := pgxlisten.New(where)
-	t.Cleanup(func() { l.Close() })
-	q, err := leaseq.New(context.Background(), db, leaseq.Options{Listener: l})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { q.Close() })
+	where, db, l, q := listenedQueue(t)
 	ctx := context.Background()
 	started, lost := make(chan string, 16), make(chan error, 16)
 	_, logger := newLogSink() // each cancelled handler's lost lease is logged
@@ -145,15 +146,7 @@ func TestRemoteListenerKilledOften(t *testing.T) {
 // process enqueues is started at once again. It restarts the server every
 // test of the process shares, so it runs alone.
 func TestRemoteServerRestart(t *testing.T) {
-	where := postgresEngine.fresh(t)
-	db := postgresEngine.open(t, where)
-	l := pgxlisten.New(where)
-	t.Cleanup(func() { l.Close() })
-	q, err := leaseq.New(context.Background(), db, leaseq.Options{Listener: l})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { q.Close() })
+	where, db, l, q := listenedQueue(t)
 	started := make(chan string, 4)
 	_, logger := newLogSink() // the claims the restart cuts are logged, and retried
 	runWork(t, q, leaseq.WorkerOptions{Owner: "w", PollInterval: time.Hour, Logger: logger},

@@ -100,7 +100,6 @@ func (e *Engine) sendNotifications(kick <-chan struct{}) {
 		}
 	}()
 	for empty := 0; ; {
-		conn = e.keepConn(conn)
 		n.mu.Lock()
 		dirty := n.dirty
 		n.dirty = nil

@@ -120,20 +120,21 @@ func (b *backoff) ctxErr(ctx context.Context) error {
 // none yet, the first wait was cut short): both are wrapped, so errors.Is
 // finds the context's error and errors.As the driver's (rule 47).
 func lockWaitError(cause, lockErr error) error {
-	const why = "waiting for the database's write lock, which another connection holds " +
-		"(a transaction of the caller's own, an open *sql.Rows, another process)"
-	if lockErr == nil {
-		return fmt.Errorf("%s: %w", why, cause)
-	}
-	return fmt.Errorf("%s: %w (%w)", why, cause, lockErr)
+	return waitError("waiting for the database's write lock, which another connection holds "+
+		"(a transaction of the caller's own, an open *sql.Rows, another process)", cause, lockErr)
 }
 
 // readWaitError is lockWaitError for a read: in rollback-journal mode a
 // read waits while another connection holds the file locked to write it
 // (its commit under way, or a transaction begun EXCLUSIVE).
 func readWaitError(cause, lockErr error) error {
-	const why = "waiting to read the database, which another connection holds locked while it writes " +
-		"(a commit under way, or a transaction begun EXCLUSIVE; another process's, or the caller's own)"
+	return waitError("waiting to read the database, which another connection holds locked while it writes "+
+		"(a commit under way, or a transaction begun EXCLUSIVE; another process's, or the caller's own)", cause, lockErr)
+}
+
+// waitError is the error of a call whose context ended, cause, while it
+// waited as why says, with the last refusal lockErr if there was one.
+func waitError(why string, cause, lockErr error) error {
 	if lockErr == nil {
 		return fmt.Errorf("%s: %w", why, cause)
 	}
