@@ -368,13 +368,10 @@ func (p *pool) start(c Claim) {
 		defer lost(nil)
 		err := p.runSlot(ctx, j, c)
 		untrack()
-		// Counted among the runs awaiting their hooks before the loop
-		// hears of the return and frees the slot: counted after, a claim
-		// in between would see neither and start one run too many.
-		p.reportStarts()
 		p.returns <- returned{j: j, err: err, cause: context.Cause(ctx)}
 		t := <-j.told
 		p.q.holds.drop(c)
+		p.reportStarts()
 		p.records.Done()
 		defer p.reportEnds()
 		p.report(j.r, t.c, err, t.result)
